@@ -1,0 +1,55 @@
+// epochcast: predict per-epoch training time on every GPU type from one GPU's metric log.
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "epochcast/core/error.hpp"
+
+namespace {
+
+bool wants_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--json") == 0) return true;
+  return false;
+}
+
+// One line on stderr, or one JSON error object on stdout under --json.
+int report(bool json, const char* code, const std::string& message, int status) {
+  if (json) {
+    std::cout << nlohmann::json{{"error", {{"code", code}, {"message", message}}}}.dump() << "\n";
+  } else {
+    std::cerr << "epochcast: error: " << message << "\n";
+  }
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"epochcast: predict the epoch time of a training job on every GPU type\n"
+               "from the hardware metrics of one run."};
+  app.set_version_flag("--version", EPOCHCAST_VERSION);
+  app.require_subcommand(1);
+  epochcast::cli::add_info_command(app);
+  epochcast::cli::add_detect_command(app);
+  epochcast::cli::add_predict_command(app);
+  epochcast::cli::add_fit_command(app);
+  epochcast::cli::add_eval_command(app);
+  epochcast::cli::add_collect_command(app);
+
+  const bool json = wants_json(argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return report(json, "invalid_argument", e.what(), 2);
+  } catch (const epochcast::Error& e) {
+    return report(json, epochcast::to_string(e.code()), e.what(), epochcast::exit_status(e.code()));
+  } catch (const std::bad_alloc&) {
+    return report(json, "internal", "out of memory", 70);
+  } catch (const std::exception& e) {
+    return report(json, "internal", e.what(), 70);
+  }
+  return 0;
+}

@@ -1,0 +1,65 @@
+// The one metric table: every channel epochcast knows, its canonical tag and unit, and its
+// name in every source. Readers and writers look names up here; nothing else spells them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace epochcast {
+
+enum class Metric : std::uint8_t {
+  kGpuUtil,          // utilization.gpu: % of time a kernel ran
+  kMemUtil,          // utilization.memory: % of time device memory was read/written
+  kPower,            // power.draw
+  kSmClock,          // clocks.current.sm
+  kGraphicsClock,    // clocks.current.graphics
+  kMemClock,         // clocks.current.memory
+  kMemUsed,          // memory.used
+  kMemFree,          // memory.free
+  kMemTotal,         // memory.total
+  kTemperature,      // temperature.gpu
+  kEnergy,           // total energy since driver load
+  kClockEventReasons,// clocks_event_reasons.active bitmask
+  kPstate,           // performance state, P0 = 0
+  kPcieLinkGen,      // pcie.link.gen.current
+  kPcieTx,           // PCIe transmit throughput
+  kPcieRx,           // PCIe receive throughput
+  kGrEngineActive,   // DCGM profiling: graphics engine active ratio
+  kSmActive,         // DCGM profiling: SM active ratio
+  kSmOccupancy,      // DCGM profiling: SM occupancy ratio
+  kTensorActive,     // DCGM profiling: tensor pipe active ratio
+  kDramActive,       // DCGM profiling: DRAM active ratio
+  kHostCpuUtil,      // host: total CPU utilisation over all cores
+  kHostMemUsed,      // host: used memory
+};
+
+inline constexpr std::size_t kMetricCount = 23;
+
+struct MetricInfo {
+  Metric id;
+  std::string_view tag;          // canonical CSV column, unit in the name: "gpu_util_pct"
+  std::string_view unit;         // canonical unit: "%", "W", "MHz", "MiB", "C", "mJ", "B/s", "ratio", ""
+  std::string_view smi_name;     // nvidia-smi --query-gpu field, "" if none
+  std::string_view dmon_name;    // dcgmi dmon short column name, "" if none
+  int dcgm_field_id;             // DCGM field id, 0 if none
+  std::string_view dcgm_name;    // dcgm-exporter / Prometheus metric name, "" if none
+  std::string_view nvml_call;    // NVML function that reads it, "" if none
+  std::string_view dataset_name; // column prefix in the public dataset ("power_drawW"), "" if none
+  bool host;                     // a host (not GPU) metric
+};
+
+// All rows, in enum order.
+[[nodiscard]] std::span<const MetricInfo> metric_table();
+[[nodiscard]] const MetricInfo& info(Metric m);
+
+// Lookups by each source's name; nullopt when the name is not ours.
+[[nodiscard]] std::optional<Metric> metric_by_tag(std::string_view tag);
+[[nodiscard]] std::optional<Metric> metric_by_smi_name(std::string_view smi_field);
+[[nodiscard]] std::optional<Metric> metric_by_dmon_name(std::string_view short_name);
+[[nodiscard]] std::optional<Metric> metric_by_dcgm_name(std::string_view exporter_name);
+[[nodiscard]] std::optional<Metric> metric_by_dcgm_field_id(int field_id);
+[[nodiscard]] std::optional<Metric> metric_by_dataset_name(std::string_view prefix);
+
+}  // namespace epochcast

@@ -1,0 +1,64 @@
+// Trace: what every metric source produces. One GPU's channels on one time axis.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "epochcast/core/metric.hpp"
+
+namespace epochcast {
+
+// One channel: a metric's samples in the metric table's canonical unit.
+// values.size() == Trace::time_s.size(); a missing sample is NaN.
+struct Channel {
+  Metric metric;
+  std::vector<double> values;
+};
+
+struct GpuIdentity {
+  int index = -1;        // as the source numbers it; -1 unknown
+  std::string name;      // as the source spells it: "NVIDIA H200", "Tesla T4"
+  std::string uuid;      // "GPU-…", may be empty
+};
+
+// What a reader saw and did, besides the samples: counted, never silent.
+struct TraceDiagnostics {
+  struct Skip {
+    std::uint64_t line;   // 1-based line in the source, 0 if not line-based
+    std::string reason;   // "wrong column count (12, expected 15)"
+  };
+  std::uint64_t rows_read = 0;          // data rows accepted
+  std::uint64_t rows_skipped = 0;       // data rows dropped (see skips)
+  std::vector<Skip> skips;              // the first few skipped rows with reasons (capped)
+  std::uint64_t repeated_timestamps = 0;
+  std::uint64_t backward_steps = 0;     // clock stepped back: later samples re-based
+  std::uint64_t midnight_rollovers = 0;
+  std::uint64_t gaps = 0;               // intervals > 3 x median interval
+  bool truncated_last_line = false;     // a last line cut mid-write was dropped
+  std::vector<std::string> warnings;    // human-readable, one per distinct issue
+};
+
+struct Trace {
+  std::string source;                 // file path or URL it came from
+  std::string format;                 // "nvidia-smi", "dcgmi", "canonical", "prometheus", "nvml"
+  GpuIdentity gpu;                    // the GPU these samples belong to
+  std::vector<GpuIdentity> gpus_in_source;  // every GPU the source held (selection is ours)
+  std::string first_timestamp;        // first sample's timestamp exactly as the source wrote it
+  double start_unix_s = 0;            // first sample as Unix seconds (local wall time resolved)
+  std::vector<double> time_s;         // seconds since the first sample, non-decreasing
+  std::vector<Channel> channels;      // at most one per Metric
+  TraceDiagnostics diagnostics;
+
+  [[nodiscard]] std::size_t size() const { return time_s.size(); }
+  [[nodiscard]] const Channel* find(Metric m) const;
+  [[nodiscard]] Channel* find(Metric m);
+  // Adds (or returns the existing) channel, sized to time_s and filled with NaN.
+  Channel& channel(Metric m);
+  [[nodiscard]] double duration_s() const { return time_s.empty() ? 0.0 : time_s.back(); }
+  [[nodiscard]] double median_interval_s() const;
+  [[nodiscard]] double max_interval_s() const;
+};
+
+}  // namespace epochcast

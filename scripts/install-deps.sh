@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what epochcast needs to build, test and benchmark on Debian 12 (bookworm).
+# Run as root (or with sudo available). Safe to run again: apt-get skips what is there.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake g++ make pkg-config git
+  # libraries (only Debian packages; nothing is downloaded at build or run time)
+  libxgboost-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libfmt-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy python3-pandas python3-scipy python3-sklearn
+  # integration tests: a real Prometheus server and a real browser
+  prometheus chromium
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs every test except those needing a real GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -LE gpu -j"$(nproc)"
