@@ -1,0 +1,99 @@
+// Trace readers: nvidia-smi CSV, dcgmi dmon logs, epochcast's canonical CSV, and host CSVs
+// merged onto a GPU trace. All streaming, line by line; format detected from content.
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "epochcast/core/metric.hpp"
+#include "epochcast/trace/trace.hpp"
+
+namespace epochcast {
+
+enum class TraceFormat { kAuto, kNvidiaSmi, kDcgmi, kCanonical };
+
+[[nodiscard]] const char* to_string(TraceFormat format);  // "auto", "nvidia-smi", "dcgmi", "canonical"
+// Parses "auto", "nvidia-smi" (or "smi"), "dcgmi" (or "dmon"), "csv" (or "canonical").
+[[nodiscard]] std::optional<TraceFormat> trace_format_from_string(std::string_view name);
+
+struct ReadOptions {
+  TraceFormat format = TraceFormat::kAuto;
+  // Select a GPU index among interleaved GPUs; default: the busiest, with a warning naming all.
+  std::optional<int> gpu;
+  // Field list (nvidia-smi --query-gpu names) for csv,noheader logs.
+  std::vector<std::string> smi_fields;
+  // Skip bad data rows (counted in diagnostics) instead of failing. Header errors still fail.
+  bool lenient = false;
+  // Optional host CSV (timestamp,cpu_util_pct,mem_used_mib) merged onto the GPU time axis.
+  std::string host_path;
+  // Sampling interval for sources without timestamps (plain dcgmi dmon); default: the `-d`
+  // value in a comment of the log, else 1 s (with a warning).
+  std::optional<double> interval_s;
+};
+
+// Reads a whole trace, streaming the file through a fixed buffer. "-" reads stdin.
+// Throws Error(kIo) when the file cannot be read, Error(kParse) with file:line:column and field
+// for malformed content, Error(kNotFound) when ReadOptions::gpu names a GPU the file lacks.
+[[nodiscard]] Trace read_trace(const std::string& path, const ReadOptions& options = {});
+// The same from memory; `name` is used as the file name in messages and Trace::source.
+[[nodiscard]] Trace read_trace_from_string(std::string_view content, const std::string& name,
+                                           const ReadOptions& options = {});
+
+// Recognises the format from the first lines of content; kAuto when it is none of ours.
+[[nodiscard]] TraceFormat detect_format(std::string_view head);
+
+// Merges a host trace (channels kHostCpuUtil, kHostMemUsed) onto `gpu`'s time axis: each GPU
+// sample takes the nearest host sample within 2 host intervals, else NaN.
+void merge_host_trace(Trace& gpu, const Trace& host);
+
+class TraceParser;  // private
+
+// For `detect --follow` and live collection: feed appended bytes, get rows as they complete.
+// A line is parsed once its '\n' arrives; a partial last line waits for the next feed.
+class IncrementalTraceReader {
+ public:
+  explicit IncrementalTraceReader(std::string name, ReadOptions options = {});
+  ~IncrementalTraceReader();
+  IncrementalTraceReader(IncrementalTraceReader&&) noexcept;
+  IncrementalTraceReader& operator=(IncrementalTraceReader&&) noexcept;
+
+  // Returns the number of data rows accepted from the lines this call completed.
+  std::size_t feed(std::string_view bytes);
+  // The trace so far (rebuilt from the rows when new rows arrived since the last call).
+  [[nodiscard]] const Trace& trace() const;
+  [[nodiscard]] std::size_t rows() const;
+
+ private:
+  std::unique_ptr<TraceParser> parser_;
+  std::string partial_;
+  mutable Trace trace_;
+  mutable bool dirty_ = true;
+};
+
+// Canonical CSV writer (docs/canonical-csv.md) used by `collect`: streaming, row by row.
+class CanonicalCsvWriter {
+ public:
+  CanonicalCsvWriter(std::ostream& out, std::vector<Metric> columns, bool with_identity = true);
+  void write_header(const GpuIdentity& gpu);
+  // `values` in `columns` order, in canonical units; NaN is written as an empty cell.
+  void write_row(double unix_s, const GpuIdentity& gpu, std::span<const double> values);
+
+ private:
+  std::ostream& out_;
+  std::vector<Metric> columns_;
+  bool with_identity_;
+  std::string line_;
+};
+
+void write_canonical_csv(const Trace& trace, std::ostream& out);
+
+// Formats Unix seconds as ISO-8601 UTC with milliseconds: "2026-11-30T15:22:53.672Z".
+[[nodiscard]] std::string format_iso8601_utc(double unix_s);
+
+}  // namespace epochcast

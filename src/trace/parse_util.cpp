@@ -1,0 +1,161 @@
+#include "parse_util.hpp"
+
+#include <array>
+#include <ctime>
+
+namespace epochcast::detail {
+namespace {
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  int v = 0;
+  for (std::size_t i = pos; i < pos + n; ++i) {
+    const char c = s[i];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  out = v;
+  return true;
+}
+
+// "HH:MM:SS[.fff]" at s[pos..]; returns the position after it, or npos.
+std::size_t parse_clock(std::string_view s, std::size_t pos, int& h, int& m, double& sec) {
+  int whole = 0;
+  if (!digits(s, pos, 2, h) || pos + 2 >= s.size() || s[pos + 2] != ':' ||
+      !digits(s, pos + 3, 2, m) || pos + 5 >= s.size() || s[pos + 5] != ':' ||
+      !digits(s, pos + 6, 2, whole))
+    return std::string_view::npos;
+  if (h > 23 || m > 59 || whole > 60) return std::string_view::npos;
+  std::size_t p = pos + 8;
+  double frac = 0;
+  if (p < s.size() && (s[p] == '.' || s[p] == ',')) {
+    ++p;
+    double scale = 0.1;
+    const std::size_t start = p;
+    while (p < s.size() && s[p] >= '0' && s[p] <= '9') {
+      frac += (s[p] - '0') * scale;
+      scale *= 0.1;
+      ++p;
+    }
+    if (p == start) return std::string_view::npos;
+  }
+  sec = whole + frac;
+  return p;
+}
+
+}  // namespace
+
+double LocalTimeResolver::to_unix(int year, int month, int day, int hour, int minute,
+                                  double second) {
+  const std::int64_t utc_days = days_from_civil(year, static_cast<unsigned>(month),
+                                                static_cast<unsigned>(day));
+  const std::int64_t key = utc_days * 24 + hour;
+  if (key != cached_key_) {
+    std::tm tm{};
+    tm.tm_year = year - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = 30;  // mid-hour: DST switches happen on the hour
+    tm.tm_isdst = -1;
+    const std::time_t local = std::mktime(&tm);
+    const std::int64_t as_utc = utc_days * 86400 + hour * 3600 + 30 * 60;
+    cached_offset_s_ = local == static_cast<std::time_t>(-1) ? 0 : local - as_utc;
+    cached_key_ = key;
+  }
+  return static_cast<double>(utc_days * 86400 + hour * 3600 + minute * 60 + cached_offset_s_) +
+         second;
+}
+
+bool parse_timestamp(std::string_view s, LocalTimeResolver& local, double& out_s, TimeKind& kind) {
+  if (s.size() >= 8 && s[2] == ':') {  // time of day only
+    int h = 0, m = 0;
+    double sec = 0;
+    const std::size_t end = parse_clock(s, 0, h, m, sec);
+    if (end != s.size()) return false;
+    out_s = h * 3600.0 + m * 60.0 + sec;
+    kind = TimeKind::kTimeOfDay;
+    return true;
+  }
+  if (s.size() >= 19 && (s[4] == '/' || s[4] == '-') && s[7] == s[4]) {
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0;
+    double sec = 0;
+    if (!digits(s, 0, 4, y) || !digits(s, 5, 2, mo) || !digits(s, 8, 2, d)) return false;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31) return false;
+    if (s[10] != ' ' && s[10] != 'T') return false;
+    std::size_t p = parse_clock(s, 11, h, mi, sec);
+    if (p == std::string_view::npos) return false;
+    if (p == s.size()) {
+      out_s = local.to_unix(y, mo, d, h, mi, sec);
+      kind = TimeKind::kLocal;
+      return true;
+    }
+    std::int64_t offset_s = 0;
+    if (s[p] == 'Z' && p + 1 == s.size()) {
+      offset_s = 0;
+    } else if (s[p] == '+' || s[p] == '-') {
+      int oh = 0, om = 0;
+      const std::string_view z = s.substr(p + 1);
+      if (z.size() == 5 && z[2] == ':' && digits(z, 0, 2, oh) && digits(z, 3, 2, om)) {
+      } else if (z.size() == 4 && digits(z, 0, 2, oh) && digits(z, 2, 2, om)) {
+      } else if (z.size() == 2 && digits(z, 0, 2, oh)) {
+      } else {
+        return false;
+      }
+      offset_s = (oh * 3600 + om * 60) * (s[p] == '-' ? -1 : 1);
+    } else {
+      return false;
+    }
+    const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+    out_s = static_cast<double>(days * 86400 + h * 3600 + mi * 60 - offset_s) + sec;
+    kind = TimeKind::kUnix;
+    return true;
+  }
+  // Unix seconds: a plain non-negative decimal number.
+  if (!s.empty() && s[0] >= '0' && s[0] <= '9') {
+    double v = 0;
+    if (!parse_double(s, v) || !(v >= 0) || v > 1e11) return false;
+    out_s = v;
+    kind = TimeKind::kUnix;
+    return true;
+  }
+  return false;
+}
+
+std::optional<double> unit_factor(std::string_view unit, std::string_view canonical) {
+  struct Row {
+    std::string_view canonical, unit;
+    double factor;
+  };
+  // Case matters for SI prefixes (mW vs MW); dcgmi prints MHZ, older tools "MB" for MiB.
+  static constexpr std::array<Row, 30> kUnits{{
+      {"%", "%", 1.0},
+      {"W", "W", 1.0},       {"W", "mW", 1e-3},     {"W", "kW", 1e3},
+      {"MHz", "MHz", 1.0},   {"MHz", "MHZ", 1.0},   {"MHz", "GHz", 1e3},   {"MHz", "kHz", 1e-3},
+      {"MiB", "MiB", 1.0},   {"MiB", "MB", 1.0},    {"MiB", "GiB", 1024.0},
+      {"MiB", "KiB", 1.0 / 1024},                   {"MiB", "B", 1.0 / 1048576},
+      {"C", "C", 1.0},       {"C", "°C", 1.0},      {"C", "degC", 1.0},
+      {"mJ", "mJ", 1.0},     {"mJ", "J", 1e3},      {"mJ", "kJ", 1e6},
+      {"B/s", "B/s", 1.0},   {"B/s", "KB/s", 1e3},  {"B/s", "MB/s", 1e6},
+      {"B/s", "KiB/s", 1024.0},                     {"B/s", "MiB/s", 1048576.0},
+      {"B/s", "GB/s", 1e9},  {"ratio", "ratio", 1.0},
+      {"%", "ratio", 100.0}, {"ratio", "%", 0.01},
+      {"", "", 1.0},         {"C", "", 1.0},
+  }};
+  if (unit.empty()) return 1.0;  // nounits: values are in the source's native unit
+  for (const auto& r : kUnits)
+    if (r.canonical == canonical && r.unit == unit) return r.factor;
+  return std::nullopt;
+}
+
+}  // namespace epochcast::detail

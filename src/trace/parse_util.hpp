@@ -1,0 +1,87 @@
+// Small, allocation-free parsing helpers shared by the trace readers.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace epochcast::detail {
+
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+inline std::string_view trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && is_space(s[b])) ++b;
+  while (e > b && is_space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+inline bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    char a = s[i], b = prefix[i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (b >= 'A' && b <= 'Z') b = static_cast<char>(b - 'A' + 'a');
+    if (a != b) return false;
+  }
+  return true;
+}
+
+inline bool equals_ci(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && starts_with_ci(a, b);
+}
+
+// Parses a whole decimal number (std::from_chars); false if anything is left over.
+inline bool parse_double(std::string_view s, double& out) {
+  if (s.empty()) return false;
+  const char* first = s.data();
+  if (*first == '+') ++first;
+  auto [p, ec] = std::from_chars(first, s.data() + s.size(), out);
+  return ec == std::errc{} && p == s.data() + s.size();
+}
+
+// Parses a leading number; returns the rest (unparsed) through `rest`.
+inline bool parse_leading_double(std::string_view s, double& out, std::string_view& rest) {
+  if (s.empty()) return false;
+  const char* first = s.data();
+  if (*first == '+') ++first;
+  auto [p, ec] = std::from_chars(first, s.data() + s.size(), out);
+  if (ec != std::errc{}) return false;
+  rest = s.substr(static_cast<std::size_t>(p - s.data()));
+  return true;
+}
+
+inline bool parse_int(std::string_view s, int& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && p == s.data() + s.size();
+}
+
+// Where a timestamp's seconds are anchored.
+enum class TimeKind : std::uint8_t {
+  kUnix,       // absolute Unix seconds (zoned ISO-8601, or a Unix number)
+  kLocal,      // a date and time without a zone, resolved with the machine's TZ rules
+  kTimeOfDay,  // a time without a date: seconds since local midnight (roll-over handled later)
+};
+
+// Converts local broken-down wall time to Unix seconds with the machine's TZ rules; caches
+// the offset per (date, hour) since mktime is slow and takes a lock.
+class LocalTimeResolver {
+ public:
+  double to_unix(int year, int month, int day, int hour, int minute, double second);
+
+ private:
+  std::int64_t cached_key_ = -1;
+  std::int64_t cached_offset_s_ = 0;
+};
+
+// Parses "YYYY/MM/DD HH:MM:SS[.fff]", "YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|±hh[:]mm]",
+// "HH:MM:SS[.fff]" (time of day) or Unix seconds "1764516173.672".
+bool parse_timestamp(std::string_view s, LocalTimeResolver& local, double& out_s, TimeKind& kind);
+
+// Factor that converts a value written in `unit` into the canonical unit `canonical`
+// (metric table); nullopt when the unit is unknown or measures something else.
+std::optional<double> unit_factor(std::string_view unit, std::string_view canonical);
+
+}  // namespace epochcast::detail

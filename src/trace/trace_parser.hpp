@@ -1,0 +1,117 @@
+// TraceParser: the line-at-a-time engine behind every reader. It detects the format from the
+// first lines, parses rows into per-GPU column stores, and builds a Trace on demand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "epochcast/core/error.hpp"
+#include "epochcast/trace/read.hpp"
+#include "parse_util.hpp"
+
+namespace epochcast {
+
+class TraceParser {
+ public:
+  // `host` reads a host CSV: columns cpu_util_pct / mem_used_mib map to the host metrics.
+  TraceParser(std::string name, ReadOptions options, bool host = false);
+
+  // One line without its '\n'. `terminated` is false for a last line that had no newline:
+  // if it does not parse it is dropped as cut mid-write (counted, warned), never an error.
+  void line(std::string_view text, bool terminated);
+  // A line grew past the line-length cap without a newline: always an error.
+  [[noreturn]] void line_too_long(std::string_view start);
+
+  [[nodiscard]] std::uint64_t rows() const { return rows_accepted_; }
+  // The trace from the rows so far; empty (no samples) before the first row.
+  [[nodiscard]] Trace build() const;
+  // End of input: a file without any data row is an error; else build().
+  [[nodiscard]] Trace finish();
+
+  static constexpr std::size_t kMaxLineBytes = 1 << 20;
+
+ private:
+  enum class ColumnKind : std::uint8_t { kTimestamp, kIndex, kName, kUuid, kMetric, kIgnored };
+  struct Column {
+    ColumnKind kind = ColumnKind::kIgnored;
+    std::string name;          // as the header spells it, for messages
+    int slot = -1;             // index into metrics_ for kMetric
+    std::string canonical_unit;
+    double header_factor = 1;  // unit in the header (or units row) -> canonical
+    std::string header_unit;
+    int values_have_units = -1;  // nvidia-smi: -1 unknown, 0 no, 1 yes (decided on first row)
+    std::string last_value_unit;  // cache: last unit seen in a value and its factor
+    double last_value_factor = 1;
+    std::uint32_t start = 0;   // dcgmi: byte offset of the column in the header line
+  };
+  struct GpuRows {
+    GpuIdentity id;
+    std::string first_stamp;
+    std::vector<double> stamp_s;
+    std::vector<std::vector<double>> values;  // per slot
+    std::uint64_t ticks = 0;                  // rows seen (stored or not)
+    double busy_sum = 0;                      // sum of utilization (or power) for "busiest"
+    std::uint64_t busy_n = 0;
+  };
+
+  [[noreturn]] void fail(std::size_t column, std::string_view field, const std::string& message) const;
+  [[noreturn]] void fail_at(std::string_view line, std::string_view at, std::string_view field,
+                            const std::string& message) const;
+  void dispatch(std::string_view text);
+  void detect_and_replay();
+  void warn_once(const std::string& message);
+  void skip_row(std::string reason, std::uint64_t line);
+
+  // nvidia-smi CSV
+  bool looks_like_smi_header(std::string_view text) const;
+  void smi_header(std::string_view text, bool from_fields);
+  void smi_row(std::string_view text);
+  double smi_value(Column& col, std::string_view text, std::string_view field);
+  // dcgmi dmon
+  void dmon_line(std::string_view text);
+  void dmon_header(std::string_view text);
+  void dmon_units(std::string_view text);
+  void dmon_row(std::string_view text);
+  // canonical CSV
+  void canonical_line(std::string_view text);
+  void canonical_header(std::string_view text);
+  void canonical_row(std::string_view text);
+
+  int add_metric_slot(Metric m, std::string_view column_name);
+  void split_csv(std::string_view text, bool quotes);
+  double parse_stamp(std::string_view text, std::string_view field, std::string_view line);
+  void commit_row(int gpu_index, std::string_view name, std::string_view uuid, double stamp_s,
+                  std::string_view stamp_text);
+
+  std::string file_;
+  ReadOptions options_;
+  bool host_;
+  TraceFormat format_;
+  bool header_done_ = false;
+  std::uint64_t line_no_ = 0;
+  std::uint64_t rows_accepted_ = 0;
+  std::vector<std::pair<std::uint64_t, std::string>> pending_;  // lines before detection
+  std::vector<Column> columns_;
+  std::vector<Metric> metrics_;  // slot -> metric
+  std::vector<GpuRows> gpus_;
+  std::size_t last_gpu_ = 0;
+  std::vector<double> row_;                 // parsed values of the current row, per slot
+  std::vector<std::string_view> fields_;    // split fields of the current line
+  std::string header_text_;                 // to recognise a repeated header
+  std::string units_text_;
+  bool have_timestamps_ = true;
+  bool time_kind_set_ = false;
+  detail::TimeKind time_kind_ = detail::TimeKind::kUnix;
+  detail::LocalTimeResolver local_time_;
+  double dmon_interval_s_ = 0;   // from a "-d MS" comment
+  std::string meta_gpu_name_, meta_gpu_uuid_;
+  int meta_gpu_index_ = -1;
+  std::uint64_t missing_values_ = 0;  // [N/A], [Not Supported], N/A, empty cells
+  std::uint64_t repeated_headers_ = 0;
+  std::uint64_t skipped_entities_ = 0;
+  TraceDiagnostics diag_;
+};
+
+}  // namespace epochcast
