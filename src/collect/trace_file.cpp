@@ -1,0 +1,109 @@
+#include "epochcast/collect/trace_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "epochcast/core/error.hpp"
+
+namespace epochcast {
+
+namespace {
+
+std::string cause(int error_number) {
+  if (error_number == ENOSPC) return "no space left on the device (disk full)";
+  if (error_number == EDQUOT) return "disk quota exceeded";
+  return std::strerror(error_number);
+}
+
+}  // namespace
+
+TraceFileWriter::TraceFileWriter(std::string path, std::vector<Metric> columns, const GpuIdentity& first_gpu,
+                                 std::chrono::milliseconds flush_interval)
+    : path_(std::move(path)),
+      columns_(std::move(columns)),
+      writer_(buffer_, columns_, true),
+      row_(columns_.size()),
+      flush_interval_(flush_interval) {
+  if (path_ == "-") {
+    fd_ = STDOUT_FILENO;
+  } else {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(ErrorCode::kIo, fmt::format("cannot create trace file {}: {}", path_, cause(errno)));
+    owns_fd_ = true;
+  }
+  writer_.write_header(first_gpu);
+  last_flush_ = std::chrono::steady_clock::now();
+  try {
+    flush();  // the header reaches the disk at once: an empty run still leaves a valid file
+  } catch (...) {
+    if (owns_fd_) ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+}
+
+TraceFileWriter::~TraceFileWriter() {
+  try {
+    close();
+  } catch (...) {
+    // Destructors must not throw; close() is called explicitly where errors matter.
+  }
+}
+
+void TraceFileWriter::append(double unix_s, const GpuIdentity& gpu, const MetricValues& values) {
+  if (fd_ < 0) throw Error(ErrorCode::kInternal, fmt::format("trace file {} is closed", path_));
+  for (std::size_t c = 0; c < columns_.size(); ++c) row_[c] = values[static_cast<std::size_t>(columns_[c])];
+  writer_.write_row(unix_s, gpu, row_);
+  ++rows_;
+  if (std::chrono::steady_clock::now() - last_flush_ >= flush_interval_) flush();
+}
+
+void TraceFileWriter::comment(std::string_view text) {
+  std::string line = "# ";
+  for (char c : text) line += c == '\n' ? ' ' : c;
+  buffer_ << line << '\n';
+}
+
+void TraceFileWriter::write_all(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ErrorCode::kIo, fmt::format("writing trace file {}: {}; {} row(s) not written", path_, cause(errno),
+                                              rows_ - rows_flushed_));
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+    bytes_written_ += static_cast<std::uint64_t>(n);
+  }
+}
+
+void TraceFileWriter::flush() {
+  if (fd_ < 0) return;
+  last_flush_ = std::chrono::steady_clock::now();
+  const std::string pending = buffer_.str();
+  buffer_.str(std::string());
+  write_all(pending);
+  // Sync so that a crash of the machine, not only of us, loses at most one interval.
+  // Pipes and terminals cannot be synced (EINVAL/EROFS): nothing to lose there.
+  if (::fdatasync(fd_) != 0 && errno != EINVAL && errno != EROFS)
+    throw Error(ErrorCode::kIo, fmt::format("syncing trace file {}: {}", path_, cause(errno)));
+  rows_flushed_ = rows_;
+  ++flushes_;
+}
+
+void TraceFileWriter::close() {
+  if (fd_ < 0) return;
+  flush();
+  if (owns_fd_ && ::close(fd_) != 0) {
+    const int e = errno;
+    fd_ = -1;
+    throw Error(ErrorCode::kIo, fmt::format("closing trace file {}: {}", path_, cause(e)));
+  }
+  fd_ = -1;
+}
+
+}  // namespace epochcast
