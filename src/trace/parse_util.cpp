@@ -29,34 +29,34 @@ bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
 }
 
 // "HH:MM:SS[.fff]" at s[pos..]; returns the position after it, or npos.
-std::size_t parse_clock(std::string_view s, std::size_t pos, int& h, int& m, double& sec) {
-  int whole = 0;
+std::size_t parse_clock(std::string_view s, std::size_t pos, int& h, int& m, int& sec, double& frac) {
   if (!digits(s, pos, 2, h) || pos + 2 >= s.size() || s[pos + 2] != ':' ||
       !digits(s, pos + 3, 2, m) || pos + 5 >= s.size() || s[pos + 5] != ':' ||
-      !digits(s, pos + 6, 2, whole))
+      !digits(s, pos + 6, 2, sec))
     return std::string_view::npos;
-  if (h > 23 || m > 59 || whole > 60) return std::string_view::npos;
+  if (h > 23 || m > 59 || sec > 60) return std::string_view::npos;
   std::size_t p = pos + 8;
-  double frac = 0;
+  frac = 0;
   if (p < s.size() && (s[p] == '.' || s[p] == ',')) {
     ++p;
-    double scale = 0.1;
     const std::size_t start = p;
+    std::int64_t num = 0, den = 1;
     while (p < s.size() && s[p] >= '0' && s[p] <= '9') {
-      frac += (s[p] - '0') * scale;
-      scale *= 0.1;
+      if (den < 1000000000) {
+        num = num * 10 + (s[p] - '0');
+        den *= 10;
+      }
       ++p;
     }
     if (p == start) return std::string_view::npos;
+    frac = static_cast<double>(num) / static_cast<double>(den);
   }
-  sec = whole + frac;
   return p;
 }
 
 }  // namespace
 
-double LocalTimeResolver::to_unix(int year, int month, int day, int hour, int minute,
-                                  double second) {
+std::int64_t LocalTimeResolver::to_unix(int year, int month, int day, int hour, int minute, int second) {
   const std::int64_t utc_days = days_from_civil(year, static_cast<unsigned>(month),
                                                 static_cast<unsigned>(day));
   const std::int64_t key = utc_days * 24 + hour;
@@ -73,30 +73,31 @@ double LocalTimeResolver::to_unix(int year, int month, int day, int hour, int mi
     cached_offset_s_ = local == static_cast<std::time_t>(-1) ? 0 : local - as_utc;
     cached_key_ = key;
   }
-  return static_cast<double>(utc_days * 86400 + hour * 3600 + minute * 60 + cached_offset_s_) +
-         second;
+  return utc_days * 86400 + hour * 3600 + minute * 60 + second + cached_offset_s_;
 }
 
-bool parse_timestamp(std::string_view s, LocalTimeResolver& local, double& out_s, TimeKind& kind) {
+bool parse_timestamp(std::string_view s, LocalTimeResolver& local, std::int64_t& whole_s, double& frac_s,
+                     TimeKind& kind) {
+  int h = 0, mi = 0, sec = 0;
+  double frac = 0;
   if (s.size() >= 8 && s[2] == ':') {  // time of day only
-    int h = 0, m = 0;
-    double sec = 0;
-    const std::size_t end = parse_clock(s, 0, h, m, sec);
+    const std::size_t end = parse_clock(s, 0, h, mi, sec, frac);
     if (end != s.size()) return false;
-    out_s = h * 3600.0 + m * 60.0 + sec;
+    whole_s = h * 3600 + mi * 60 + sec;
+    frac_s = frac;
     kind = TimeKind::kTimeOfDay;
     return true;
   }
   if (s.size() >= 19 && (s[4] == '/' || s[4] == '-') && s[7] == s[4]) {
-    int y = 0, mo = 0, d = 0, h = 0, mi = 0;
-    double sec = 0;
+    int y = 0, mo = 0, d = 0;
     if (!digits(s, 0, 4, y) || !digits(s, 5, 2, mo) || !digits(s, 8, 2, d)) return false;
     if (mo < 1 || mo > 12 || d < 1 || d > 31) return false;
     if (s[10] != ' ' && s[10] != 'T') return false;
-    std::size_t p = parse_clock(s, 11, h, mi, sec);
+    const std::size_t p = parse_clock(s, 11, h, mi, sec, frac);
     if (p == std::string_view::npos) return false;
+    frac_s = frac;
     if (p == s.size()) {
-      out_s = local.to_unix(y, mo, d, h, mi, sec);
+      whole_s = local.to_unix(y, mo, d, h, mi, sec);
       kind = TimeKind::kLocal;
       return true;
     }
@@ -106,26 +107,41 @@ bool parse_timestamp(std::string_view s, LocalTimeResolver& local, double& out_s
     } else if (s[p] == '+' || s[p] == '-') {
       int oh = 0, om = 0;
       const std::string_view z = s.substr(p + 1);
-      if (z.size() == 5 && z[2] == ':' && digits(z, 0, 2, oh) && digits(z, 3, 2, om)) {
-      } else if (z.size() == 4 && digits(z, 0, 2, oh) && digits(z, 2, 2, om)) {
-      } else if (z.size() == 2 && digits(z, 0, 2, oh)) {
-      } else {
-        return false;
-      }
+      const bool ok = (z.size() == 5 && z[2] == ':' && digits(z, 0, 2, oh) && digits(z, 3, 2, om)) ||
+                      (z.size() == 4 && digits(z, 0, 2, oh) && digits(z, 2, 2, om)) ||
+                      (z.size() == 2 && digits(z, 0, 2, oh));
+      if (!ok || oh > 23 || om > 59) return false;
       offset_s = (oh * 3600 + om * 60) * (s[p] == '-' ? -1 : 1);
     } else {
       return false;
     }
     const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
-    out_s = static_cast<double>(days * 86400 + h * 3600 + mi * 60 - offset_s) + sec;
+    whole_s = days * 86400 + h * 3600 + mi * 60 + sec - offset_s;
     kind = TimeKind::kUnix;
     return true;
   }
-  // Unix seconds: a plain non-negative decimal number.
+  // Unix seconds: a plain non-negative decimal number "1764516173.672".
   if (!s.empty() && s[0] >= '0' && s[0] <= '9') {
-    double v = 0;
-    if (!parse_double(s, v) || !(v >= 0) || v > 1e11) return false;
-    out_s = v;
+    const std::size_t dot = s.find('.');
+    const std::string_view int_part = s.substr(0, dot);
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(int_part.data(), int_part.data() + int_part.size(), v);
+    if (ec != std::errc{} || p != int_part.data() + int_part.size() || v > 100000000000LL) return false;
+    frac = 0;
+    if (dot != std::string_view::npos) {
+      std::int64_t num = 0, den = 1;
+      if (dot + 1 == s.size()) return false;
+      for (std::size_t i = dot + 1; i < s.size(); ++i) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        if (den < 1000000000) {
+          num = num * 10 + (s[i] - '0');
+          den *= 10;
+        }
+      }
+      frac = static_cast<double>(num) / static_cast<double>(den);
+    }
+    whole_s = v;
+    frac_s = frac;
     kind = TimeKind::kUnix;
     return true;
   }

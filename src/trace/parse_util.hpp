@@ -69,7 +69,7 @@ enum class TimeKind : std::uint8_t {
 // the offset per (date, hour) since mktime is slow and takes a lock.
 class LocalTimeResolver {
  public:
-  double to_unix(int year, int month, int day, int hour, int minute, double second);
+  std::int64_t to_unix(int year, int month, int day, int hour, int minute, int second);
 
  private:
   std::int64_t cached_key_ = -1;
@@ -78,7 +78,9 @@ class LocalTimeResolver {
 
 // Parses "YYYY/MM/DD HH:MM:SS[.fff]", "YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|±hh[:]mm]",
 // "HH:MM:SS[.fff]" (time of day) or Unix seconds "1764516173.672".
-bool parse_timestamp(std::string_view s, LocalTimeResolver& local, double& out_s, TimeKind& kind);
+// Whole seconds and the fraction apart, so sub-millisecond steps survive at Unix-epoch scale.
+bool parse_timestamp(std::string_view s, LocalTimeResolver& local, std::int64_t& whole_s, double& frac_s,
+                     TimeKind& kind);
 
 // Factor that converts a value written in `unit` into the canonical unit `canonical`
 // (metric table); nullopt when the unit is unknown or measures something else.

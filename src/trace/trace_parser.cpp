@@ -226,9 +226,10 @@ int TraceParser::add_metric_slot(Metric m, std::string_view column_name) {
 
 double TraceParser::parse_stamp(std::string_view text, std::string_view field, std::string_view line) {
   const std::string_view t = trim(text);
-  double s = 0;
+  std::int64_t whole = 0;
+  double frac = 0;
   detail::TimeKind kind{};
-  if (!detail::parse_timestamp(t, local_time_, s, kind))
+  if (!detail::parse_timestamp(t, local_time_, whole, frac, kind))
     fail_at(line, text, field, fmt::format("not a timestamp: '{}'", printable(t)));
   if (!time_kind_set_) {
     time_kind_ = kind;
@@ -238,7 +239,11 @@ double TraceParser::parse_stamp(std::string_view text, std::string_view field, s
             fmt::format("timestamp '{}' is written differently from the first one (date, zone or "
                         "time of day only)", printable(t)));
   }
-  return s;
+  if (!base_set_) {
+    base_s_ = whole;
+    base_set_ = true;
+  }
+  return static_cast<double>(whole - base_s_) + frac;
 }
 
 void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_view uuid,
@@ -591,12 +596,13 @@ void TraceParser::dmon_row(std::string_view text) {
   std::string_view prefix_text;
   std::size_t first = 0;
   if (!fields_.empty() && !starts_with_ci(fields_[0], "GPU") && !(fields_[0][0] >= 'A' && fields_[0][0] <= 'Z')) {
-    double s = 0;
+    std::int64_t whole = 0;
+    double frac = 0;
     detail::TimeKind kind{};
     if (fields_.size() > 1) {
       const std::string_view two(fields_[0].data(),
                                  static_cast<std::size_t>(fields_[1].data() + fields_[1].size() - fields_[0].data()));
-      if (detail::parse_timestamp(two, local_time_, s, kind)) {
+      if (detail::parse_timestamp(two, local_time_, whole, frac, kind)) {
         prefix_text = two;
         first = 2;
       }
@@ -878,7 +884,7 @@ Trace TraceParser::build() const {
   t.first_timestamp = g.first_stamp;
   const std::size_t n = g.stamp_s.size();
   if (n == 0) return t;
-  t.start_unix_s = g.stamp_s[0];
+  t.start_unix_s = static_cast<double>(base_s_) + g.stamp_s[0];
 
   // Time axis: monotone; roll-overs, repeats and clock steps counted.
   t.time_s.resize(n);

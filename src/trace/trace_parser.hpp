@@ -105,6 +105,8 @@ class TraceParser {
   bool time_kind_set_ = false;
   detail::TimeKind time_kind_ = detail::TimeKind::kUnix;
   detail::LocalTimeResolver local_time_;
+  bool base_set_ = false;
+  std::int64_t base_s_ = 0;  // whole seconds of the first timestamp; stamps are stored relative to it
   double dmon_interval_s_ = 0;   // from a "-d MS" comment
   std::string meta_gpu_name_, meta_gpu_uuid_;
   int meta_gpu_index_ = -1;

@@ -1,0 +1,49 @@
+#include "trace_input.hpp"
+
+#include <fmt/format.h>
+
+#include "epochcast/core/error.hpp"
+
+namespace epochcast::cli {
+
+void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
+  cmd->add_option("--format", opts.format, "trace format: auto (from content), nvidia-smi, dcgmi, csv")
+      ->check(CLI::IsMember({"auto", "nvidia-smi", "smi", "dcgmi", "dmon", "csv", "canonical"}))
+      ->capture_default_str();
+  cmd->add_option("--gpu", opts.gpu, "GPU index to read when the log interleaves several (default: the busiest)");
+  cmd->add_option("--host", opts.host_path, "host CSV (timestamp,cpu_util_pct,mem_used_mib) merged onto the trace");
+  cmd->add_flag("--lenient", opts.lenient, "skip malformed rows (counted and reported) instead of failing");
+  cmd->add_option("--fields", opts.fields,
+                  "nvidia-smi --query-gpu field list of a csv,noheader log, e.g. timestamp,index,utilization.gpu");
+  cmd->add_option("--interval", opts.interval_s,
+                  "sampling interval in seconds for logs without timestamps (dcgmi dmon; default: its -d, else 1)");
+}
+
+ReadOptions to_read_options(const TraceInputOptions& opts) {
+  ReadOptions r;
+  const auto format = trace_format_from_string(opts.format);
+  if (!format) throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown --format '{}'", opts.format));
+  r.format = *format;
+  if (opts.gpu >= 0) r.gpu = opts.gpu;
+  r.host_path = opts.host_path;
+  r.lenient = opts.lenient;
+  if (opts.interval_s < 0) throw Error(ErrorCode::kInvalidArgument, "--interval must be positive");
+  if (opts.interval_s > 0) r.interval_s = opts.interval_s;
+  std::string_view rest = opts.fields;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view f = rest.substr(0, comma);
+    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
+    while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
+    if (!f.empty()) r.smi_fields.emplace_back(f);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (!r.smi_fields.empty() && r.format == TraceFormat::kAuto) r.format = TraceFormat::kNvidiaSmi;
+  return r;
+}
+
+Trace load_trace(const std::string& path, const TraceInputOptions& opts) {
+  return read_trace(path, to_read_options(opts));
+}
+
+}  // namespace epochcast::cli

@@ -1,0 +1,28 @@
+// Trace input options shared by the commands that read a trace (info, detect, predict):
+// --format, --gpu, --host, --lenient, --fields, --interval.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "epochcast/trace/read.hpp"
+
+namespace epochcast::cli {
+
+struct TraceInputOptions {
+  std::string format = "auto";  // auto | nvidia-smi | dcgmi | csv
+  int gpu = -1;                 // -1: the busiest GPU
+  std::string host_path;
+  bool lenient = false;
+  std::string fields;           // nvidia-smi field list for csv,noheader logs, comma-separated
+  double interval_s = 0;        // 0: from the log (dcgmi -d) or 1 s
+};
+
+// Registers the options on `cmd`, storing into `opts` (which must outlive parsing).
+void add_trace_options(CLI::App* cmd, TraceInputOptions& opts);
+// The library's ReadOptions for these options; throws Error(kInvalidArgument) on bad values.
+[[nodiscard]] ReadOptions to_read_options(const TraceInputOptions& opts);
+// Reads the trace at `path` ("-" = stdin) with these options.
+[[nodiscard]] Trace load_trace(const std::string& path, const TraceInputOptions& opts);
+
+}  // namespace epochcast::cli
