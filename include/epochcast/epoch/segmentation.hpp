@@ -20,6 +20,13 @@ struct Segmentation {
   std::string reason;               // why found is false, or a note on how it was found
   std::string first_timestamp;      // copied from the Trace
   double interval_s = 0;            // median sampling interval of the Trace
+
+  // Extensions (detect.hpp fills them; zero when unknown).
+  double period_samples = 0;        // period in samples of interval_s
+  double training_start_s = 0;      // the busy region the detector analysed
+  double training_end_s = 0;
+  // Best period estimate even when found is false (e.g. only 2 epochs in view); 0 if none.
+  double candidate_period_s = 0;
 };
 
 }  // namespace epochcast

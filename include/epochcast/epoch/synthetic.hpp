@@ -1,0 +1,54 @@
+// Synthetic training traces with known truth, for tests and the detection benchmark.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "epochcast/epoch/segmentation.hpp"
+#include "epochcast/trace/trace.hpp"
+
+namespace epochcast {
+
+struct SyntheticSpec {
+  double interval_s = 0.1;        // sampling interval
+  double period_s = 5.0;          // mean epoch duration (boundary to boundary)
+  int epochs = 6;
+  double period_jitter = 0.01;    // epoch-to-epoch relative std of the duration
+  // Boundary signature: a validation/checkpoint pass at the end of each epoch, lasting
+  // event_duty * period, during which util drops by event_depth (fraction of busy level),
+  // mem util rises, power sags with a lag. event_depth = 0: no signature at all.
+  double event_duty = 0.06;
+  double event_depth = 0.3;
+  bool event_at_start = false;    // a loader start-up at epoch start instead (CPU loader)
+  double busy_util_pct = 98;      // training-phase utilization
+  double noise = 0.02;            // white noise std, relative to each channel's busy range
+  double spike_rate = 0;          // probability per sample of a single-sample spike
+  double drift = 0;               // linear drift over the run, relative to busy range
+  double iteration_amp = 0.01;    // iteration-level oscillation amplitude (relative)
+  double iteration_s = 0.35;      // its period
+  double idle_head_s = 8;         // idle before warm-up
+  double warmup_s = 3;            // model build / warm-up bursts before the first epoch
+  double idle_tail_s = 3;
+  double missing_fraction = 0;    // samples dropped (NaN) at random
+  double missing_run = 1;         // mean length of a missing run, samples
+  double time_jitter = 0;         // sampling-time jitter, std as a fraction of interval_s
+  double util_step_pct = 1;       // quantisation of utilization readings (nvidia-smi: 1 %)
+  double start_unix_s = 1.8e9;
+};
+
+struct SyntheticTruth {
+  double period_s = 0;                 // mean epoch duration actually generated
+  std::vector<EpochSpan> epochs;       // seconds from the first sample
+  bool has_signature = true;           // false when event_depth == 0
+};
+
+struct SyntheticTrace {
+  Trace trace;
+  SyntheticTruth truth;
+};
+
+// Deterministic for a (spec, seed) pair. Channels: gpu util, mem util, power, SM clock,
+// memory used, host CPU util.
+[[nodiscard]] SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t seed);
+
+}  // namespace epochcast

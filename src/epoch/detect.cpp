@@ -1,0 +1,837 @@
+// Epoch period detection. The steps and the reasons for each are in docs/detection.md.
+#include "epochcast/epoch/detect.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "signal.hpp"
+
+namespace epochcast {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::size_t kMinSamples = 24;                   // below: nothing can be said
+constexpr std::size_t kMaxUniformSamples = 60'000'000;    // a uniform grid larger than this is refused
+constexpr std::size_t kAcfWindow = 32768;                 // samples per pyramid level used for the ACF
+constexpr double kClipZ = 4.0;                            // robust z-scores are clipped (spikes)
+constexpr double kLevelLagLo = 8;                         // each level searches lags [8, 16)
+constexpr double kLevelLagHi = 16;
+constexpr double kBoundaryLevelMaxLag = 64;               // boundary stage: <= 64 samples per epoch
+constexpr std::size_t kMaxMatchedBoundaries = 4096;       // per-epoch matching beyond this: grid
+
+// Channels that can carry epoch structure, with the plausible range of each. A reading
+// outside the range (util 250 %) is treated as missing and counted.
+struct UsableChannel {
+  Metric metric;
+  double lo;
+  double hi;
+};
+constexpr std::array<UsableChannel, 15> kUsable{{
+    {Metric::kGpuUtil, 0, 100.5},
+    {Metric::kMemUtil, 0, 100.5},
+    {Metric::kPower, 0, 5000},
+    {Metric::kSmClock, 0, 10000},
+    {Metric::kMemClock, 0, 20000},
+    {Metric::kMemUsed, 0, 1e7},
+    {Metric::kHostCpuUtil, 0, 25600},  // some samplers sum over cores
+    {Metric::kHostMemUsed, 0, 1e9},
+    {Metric::kPcieTx, 0, 1e12},
+    {Metric::kPcieRx, 0, 1e12},
+    {Metric::kGrEngineActive, 0, 1.05},
+    {Metric::kSmActive, 0, 1.05},
+    {Metric::kSmOccupancy, 0, 1.05},
+    {Metric::kTensorActive, 0, 1.05},
+    {Metric::kDramActive, 0, 1.05},
+}};
+
+// Channels that tell busy from idle, in order of preference.
+constexpr std::array<Metric, 4> kActivityChannels{Metric::kGpuUtil, Metric::kPower,
+                                                  Metric::kSmActive, Metric::kGrEngineActive};
+
+struct Uniform {
+  Metric metric;
+  std::vector<double> values;  // on the uniform grid, gaps filled
+  double missing_fraction = 0;
+  std::size_t absurd = 0;
+};
+
+struct Region {
+  std::size_t begin = 0;
+  std::size_t end = 0;  // exclusive
+  [[nodiscard]] std::size_t size() const { return end - begin; }
+};
+
+// Robust z-score of a region of one channel: linear trend removed, scaled by the MAD of the
+// residual, clipped, zero mean. Empty when the channel is constant there.
+std::vector<double> robust_z(std::span<const double> y) {
+  const std::size_t n = y.size();
+  if (n < 4) return {};
+  // Least-squares line.
+  const double xm = 0.5 * static_cast<double>(n - 1);
+  double ym = 0;
+  for (double v : y) ym += v;
+  ym /= static_cast<double>(n);
+  double sxy = 0, sxx = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dx = static_cast<double>(i) - xm;
+    sxy += dx * (y[i] - ym);
+    sxx += dx * dx;
+  }
+  const double slope = sxx > 0 ? sxy / sxx : 0;
+  std::vector<double> r(n);
+  for (std::size_t i = 0; i < n; ++i) r[i] = y[i] - ym - slope * (static_cast<double>(i) - xm);
+  const double med = signal::median(r);
+  std::vector<double> dev(n);
+  for (std::size_t i = 0; i < n; ++i) dev[i] = std::abs(r[i] - med);
+  double scale = 1.4826 * signal::median(dev);
+  if (!(scale > 0)) {
+    double ss = 0;
+    for (double v : r) ss += (v - med) * (v - med);
+    scale = std::sqrt(ss / static_cast<double>(n));
+  }
+  const double magnitude = std::abs(ym) + 1.0;
+  if (!(scale > 1e-9 * magnitude)) return {};
+  double mean = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    r[i] = std::clamp((r[i] - med) / scale, -kClipZ, kClipZ);
+    mean += r[i];
+  }
+  mean /= static_cast<double>(n);
+  for (double& v : r) v -= mean;
+  return r;
+}
+
+// Subtracts a centred moving average of `width` samples (removes structure slower than the
+// periods searched) when the signal is long enough for it to matter.
+void high_pass(std::vector<double>& x, std::size_t width) {
+  if (width < 3 || x.size() < 2 * width) return;
+  const auto avg = signal::moving_average(x, width);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] -= avg[i];
+}
+
+std::span<const double> centred_window(const std::vector<double>& x, std::size_t cap) {
+  if (x.size() <= cap) return x;
+  const std::size_t off = (x.size() - cap) / 2;
+  return std::span<const double>(x).subspan(off, cap);
+}
+
+// The busy part of the trace: where the activity channel is above the midpoint between its
+// idle and busy levels, gaps closed, short warm-up bursts left out.
+Region find_training_region(const std::vector<Uniform>& channels, std::string& note) {
+  const std::size_t n = channels.empty() ? 0 : channels.front().values.size();
+  Region all{0, n};
+  const Uniform* activity = nullptr;
+  double lo = 0, hi = 0;
+  for (Metric m : kActivityChannels) {
+    for (const auto& c : channels) {
+      if (c.metric != m) continue;
+      const double q_lo = signal::quantile(c.values, 0.05);
+      const double q_hi = signal::quantile(c.values, 0.95);
+      if (q_hi - q_lo > 1e-6 * (std::abs(q_hi) + 1)) {
+        activity = &c;
+        lo = q_lo;
+        hi = q_hi;
+      }
+      break;
+    }
+    if (activity) break;
+  }
+  if (!activity) {
+    note = "no busy/idle contrast: whole trace analysed";
+    return all;
+  }
+  const auto smooth = signal::moving_average(activity->values, 3);
+  const double threshold = lo + 0.5 * (hi - lo);
+  struct Run {
+    std::size_t begin, end;
+  };
+  std::vector<Run> runs;
+  for (std::size_t i = 0; i < n;) {
+    if (smooth[i] <= threshold) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < n && smooth[j] > threshold) ++j;
+    runs.push_back({i, j});
+    i = j;
+  }
+  if (runs.empty()) return all;
+  // Close short gaps (a dip of a few samples inside training).
+  std::vector<Run> merged{runs.front()};
+  std::size_t longest_raw = 0;
+  for (const auto& r : runs) longest_raw = std::max(longest_raw, r.end - r.begin);
+  const std::size_t small_gap = std::max<std::size_t>(2, longest_raw / 10);
+  for (std::size_t k = 1; k < runs.size(); ++k) {
+    if (runs[k].begin - merged.back().end <= small_gap) {
+      merged.back().end = runs[k].end;
+    } else {
+      merged.push_back(runs[k]);
+    }
+  }
+  std::size_t best = 0;
+  for (std::size_t k = 1; k < merged.size(); ++k)
+    if (merged[k].end - merged[k].begin > merged[best].end - merged[best].begin) best = k;
+  const std::size_t core = merged[best].end - merged[best].begin;
+  Region region{merged[best].begin, merged[best].end};
+  // Extend over substantial neighbours (epochs separated by deep boundary dips).
+  for (std::size_t k = best; k-- > 0;) {
+    const std::size_t len = merged[k].end - merged[k].begin;
+    if (len * 5 >= core && region.begin - merged[k].end <= core) {
+      region.begin = merged[k].begin;
+    } else {
+      break;
+    }
+  }
+  for (std::size_t k = best + 1; k < merged.size(); ++k) {
+    const std::size_t len = merged[k].end - merged[k].begin;
+    if (len * 5 >= core && merged[k].begin - region.end <= core) {
+      region.end = merged[k].end;
+    } else {
+      break;
+    }
+  }
+  return region;
+}
+
+struct Candidate {
+  double period_samples;  // in original samples
+  double score;           // combined ACF value
+  int level;
+};
+
+struct Analysis {
+  std::vector<Metric> metrics;
+  std::vector<std::vector<std::vector<double>>> pyramid;  // [channel][level] robust z
+  std::vector<double> weight;                             // per channel
+};
+
+// Combined ACF of all channels at `level` over lags [lo, hi], each channel high-passed so
+// that only structure shorter than a few times `hi` counts.
+std::vector<double> combined_acf(const Analysis& an, std::size_t level, std::size_t lo,
+                                 std::size_t hi, bool use_high_pass,
+                                 std::vector<std::vector<double>>* per_channel = nullptr) {
+  std::vector<double> total(hi - lo + 1, 0.0);
+  std::vector<double> r;
+  double wsum = 0;
+  if (per_channel) per_channel->assign(an.metrics.size(), {});
+  for (std::size_t c = 0; c < an.metrics.size(); ++c) {
+    if (level >= an.pyramid[c].size()) continue;
+    auto window = centred_window(an.pyramid[c][level], kAcfWindow);
+    std::vector<double> x(window.begin(), window.end());
+    if (use_high_pass) high_pass(x, 4 * hi);
+    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
+    for (double& v : x) v -= mean;
+    signal::autocorrelation(x, lo, hi, r);
+    if (per_channel) (*per_channel)[c] = r;
+    const double w = an.weight.empty() ? 1.0 : an.weight[c];
+    if (w <= 0) continue;
+    wsum += w;
+    for (std::size_t k = 0; k < r.size(); ++k) total[k] += w * r[k];
+  }
+  if (wsum > 0)
+    for (double& v : total) v /= wsum;
+  return total;
+}
+
+struct LevelRange {
+  std::size_t lo, hi;  // accepted peak lags [lo, hi) in level samples
+};
+
+LevelRange level_range(std::size_t level, std::size_t levels, std::size_t len,
+                       double min_lag_samples, double max_lag_samples) {
+  const double scale = std::ldexp(1.0, static_cast<int>(level));
+  double lo = level == 0 ? std::min(kLevelLagLo, min_lag_samples) : kLevelLagLo;
+  lo = std::max(lo, min_lag_samples / scale);
+  double hi = (level + 1 == levels) ? static_cast<double>(len) / 2.0 + 1 : kLevelLagHi;
+  hi = std::min(hi, static_cast<double>(len) / 2.0 + 1);
+  if (max_lag_samples > 0) hi = std::min(hi, max_lag_samples / scale + 1);
+  lo = std::max(lo, 2.0);
+  return {static_cast<std::size_t>(std::ceil(lo)), static_cast<std::size_t>(std::max(0.0, std::ceil(hi)))};
+}
+
+// Local ACF peaks on every level, as periods in original samples.
+std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_lag) {
+  const std::size_t levels = an.pyramid.empty() ? 0 : an.pyramid.front().size();
+  std::vector<Candidate> out;
+  // Pass 1: per-channel peak heights give the channel weights (noise channels fade out).
+  std::vector<double> best_peak(an.metrics.size(), 0.0);
+  std::vector<std::vector<std::vector<double>>> per_level(levels);
+  std::vector<LevelRange> ranges(levels);
+  for (std::size_t l = 0; l < levels; ++l) {
+    const std::size_t len = an.pyramid.front()[l].size();
+    ranges[l] = level_range(l, levels, len, min_lag, max_lag);
+    if (ranges[l].hi <= ranges[l].lo) continue;
+    const std::size_t lo = ranges[l].lo >= 3 ? ranges[l].lo - 2 : 1;
+    const std::size_t hi = std::min(ranges[l].hi + 1, len - 1);
+    an.weight.clear();
+    combined_acf(an, l, lo, hi, l + 1 < levels, &per_level[l]);
+    for (std::size_t c = 0; c < an.metrics.size(); ++c) {
+      const auto& r = per_level[l][c];
+      for (std::size_t k = ranges[l].lo; k < ranges[l].hi && k + 1 <= hi; ++k) {
+        const std::size_t i = k - lo;
+        if (i == 0 || i + 1 >= r.size()) continue;
+        if (r[i] > r[i - 1] && r[i] >= r[i + 1]) best_peak[c] = std::max(best_peak[c], r[i]);
+      }
+    }
+  }
+  an.weight.resize(an.metrics.size());
+  for (std::size_t c = 0; c < an.metrics.size(); ++c) an.weight[c] = best_peak[c] * best_peak[c];
+  const double wsum = std::accumulate(an.weight.begin(), an.weight.end(), 0.0);
+  if (!(wsum > 0)) return out;
+  // Pass 2: the weighted combination, its local peaks.
+  for (std::size_t l = 0; l < levels; ++l) {
+    if (ranges[l].hi <= ranges[l].lo) continue;
+    const std::size_t len = an.pyramid.front()[l].size();
+    const std::size_t lo = ranges[l].lo >= 3 ? ranges[l].lo - 2 : 1;
+    const std::size_t hi = std::min(ranges[l].hi + 1, len - 1);
+    std::vector<double> total(hi - lo + 1, 0.0);
+    for (std::size_t c = 0; c < an.metrics.size(); ++c) {
+      const auto& r = per_level[l][c];
+      for (std::size_t k = 0; k < r.size() && k < total.size(); ++k)
+        total[k] += an.weight[c] * r[k] / wsum;
+    }
+    const double scale = std::ldexp(1.0, static_cast<int>(l));
+    for (std::size_t k = ranges[l].lo; k < ranges[l].hi; ++k) {
+      const std::size_t i = k - lo;
+      if (i == 0 || i + 1 >= total.size()) continue;
+      if (total[i] > total[i - 1] && total[i] >= total[i + 1] && total[i] > 0.02) {
+        const double off = signal::parabolic_offset(total[i - 1], total[i], total[i + 1]);
+        out.push_back({(static_cast<double>(k) + off) * scale, total[i], static_cast<int>(l)});
+      }
+    }
+  }
+  return out;
+}
+
+// The strongest peak, unless a clearly longer peak that is not a multiple of it is nearly as
+// strong: epochs contain iterations, so the epoch is the longest fundamental.
+Candidate choose_period(const std::vector<Candidate>& candidates) {
+  Candidate best = candidates.front();
+  for (const auto& c : candidates)
+    if (c.score > best.score) best = c;
+  Candidate chosen = best;
+  for (const auto& c : candidates) {
+    if (c.period_samples <= chosen.period_samples * 1.5 || c.score < 0.8 * best.score) continue;
+    const double ratio = c.period_samples / best.period_samples;
+    const double m = std::round(ratio);
+    const bool multiple = std::abs(c.period_samples - m * best.period_samples) <=
+                          std::max(0.04 * c.period_samples, 1.5);
+    if (!multiple && c.score > chosen.score * 0.95) chosen = c;
+    else if (!multiple && chosen.period_samples == best.period_samples) chosen = c;
+  }
+  return chosen;
+}
+
+struct Refined {
+  double period_samples = 0;
+  double score = 0;
+  std::vector<double> per_channel;  // each channel's ACF at the period
+};
+
+Refined refine_period(Analysis& an, const Candidate& cand) {
+  const int levels = static_cast<int>(an.pyramid.front().size());
+  const int level = std::clamp(cand.level - 2, 0, levels - 1);
+  const double scale = std::ldexp(1.0, level);
+  const double centre = cand.period_samples / scale;
+  const std::size_t len = an.pyramid.front()[static_cast<std::size_t>(level)].size();
+  auto lo = static_cast<std::size_t>(std::max(2.0, std::floor(centre * 0.9 - 2)));
+  auto hi = static_cast<std::size_t>(std::ceil(centre * 1.1 + 2));
+  hi = std::min(hi, len > 2 ? len - 2 : 0);
+  Refined out{cand.period_samples, cand.score, {}};
+  if (hi <= lo + 2) return out;
+  std::vector<std::vector<double>> per;
+  const bool hp = static_cast<double>(len) > 8.0 * centre;
+  const auto total = combined_acf(an, static_cast<std::size_t>(level), lo, hi, hp, &per);
+  std::size_t best = 1;
+  for (std::size_t i = 1; i + 1 < total.size(); ++i)
+    if (total[i] > total[best]) best = i;
+  const double off = signal::parabolic_offset(total[best - 1], total[best], total[best + 1]);
+  out.period_samples = (static_cast<double>(lo + best) + off) * scale;
+  out.score = total[best];
+  out.per_channel.resize(an.metrics.size());
+  for (std::size_t c = 0; c < an.metrics.size(); ++c)
+    out.per_channel[c] = per[c].empty() ? 0.0 : per[c][best];
+  return out;
+}
+
+struct BoundaryFit {
+  std::vector<double> boundaries;  // original sample index (continuous), event mid-points
+  double period_samples = 0;
+  double jitter = 1;               // rms residual / period
+  double inlier_fraction = 0;
+  std::size_t matched = 0;
+};
+
+// Folds the channels at the period to learn one epoch's signature (where the channels deviate
+// most from their typical level), then finds that signature near each predicted boundary.
+BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_t region_size) {
+  BoundaryFit fit;
+  const std::size_t levels = an.pyramid.front().size();
+  std::size_t level = 0;
+  while (level + 1 < levels && ref.period_samples / std::ldexp(1.0, static_cast<int>(level)) >
+                                   kBoundaryLevelMaxLag)
+    ++level;
+  const double scale = std::ldexp(1.0, static_cast<int>(level));
+  const double period = ref.period_samples / scale;  // level samples
+  const std::size_t len = an.pyramid.front()[level].size();
+  if (period < 2 || static_cast<double>(len) < 1.5 * period) return fit;
+  const std::size_t bins = std::max<std::size_t>(4, static_cast<std::size_t>(std::ceil(period)));
+  const std::size_t channels = an.metrics.size();
+
+  std::vector<std::vector<double>> z(channels);
+  std::vector<double> w(channels, 0.0);
+  for (std::size_t c = 0; c < channels; ++c) {
+    w[c] = std::max(0.0, ref.per_channel.empty() ? 0.0 : ref.per_channel[c]);
+    if (w[c] <= 0) continue;
+    z[c] = an.pyramid[c][level];
+    if (static_cast<double>(len) >= 4 * period)
+      high_pass(z[c], static_cast<std::size_t>(std::ceil(3 * period)));
+  }
+  std::vector<std::size_t> bin_of(len);
+  for (std::size_t i = 0; i < len; ++i) {
+    const double phase = std::fmod(static_cast<double>(i), period) / period;
+    bin_of[i] = std::min(bins - 1, static_cast<std::size_t>(phase * static_cast<double>(bins)));
+  }
+  std::vector<std::size_t> count(bins, 0);
+  for (std::size_t i = 0; i < len; ++i) ++count[bin_of[i]];
+  std::vector<std::vector<double>> profile(channels, std::vector<double>(bins, 0.0));
+  std::vector<double> sigma(channels, 1.0), med(channels, 0.0);
+  std::vector<double> anomaly(bins, 0.0);
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (w[c] <= 0) continue;
+    auto& p = profile[c];
+    for (std::size_t i = 0; i < len; ++i) p[bin_of[i]] += z[c][i];
+    for (std::size_t b = 0; b < bins; ++b) p[b] = count[b] ? p[b] / static_cast<double>(count[b]) : 0;
+    double ss = 0;
+    for (std::size_t i = 0; i < len; ++i) ss += (z[c][i] - p[bin_of[i]]) * (z[c][i] - p[bin_of[i]]);
+    sigma[c] = std::max(1e-3, std::sqrt(ss / static_cast<double>(len)));
+    med[c] = signal::median(p);
+    for (std::size_t b = 0; b < bins; ++b) anomaly[b] += w[c] * std::abs(p[b] - med[c]) / sigma[c];
+  }
+  const std::size_t peak = static_cast<std::size_t>(
+      std::max_element(anomaly.begin(), anomaly.end()) - anomaly.begin());
+  const double a_med = signal::median(anomaly);
+  const double threshold = a_med + 0.5 * (anomaly[peak] - a_med);
+  if (!(anomaly[peak] > a_med)) return fit;
+  std::size_t before = 0, after = 0;  // extent of the signature around its peak, in bins
+  while (before + 1 < bins && anomaly[(peak + bins - before - 1) % bins] > threshold) ++before;
+  while (after + before + 1 < bins && anomaly[(peak + after + 1) % bins] > threshold) ++after;
+  // Mid-point of the signature, in level samples from the region start (phase in [0, period)).
+  const double bin_width = period / static_cast<double>(bins);
+  const double mid_bin = static_cast<double>(peak) + 0.5 * (static_cast<double>(after) -
+                                                            static_cast<double>(before));
+  double phase0 = std::fmod((mid_bin + 0.5) * bin_width + period, period);
+
+  // Template: each channel's signed deviation around the mid-point, weighted by its SNR.
+  const int half = static_cast<int>(std::min(std::ceil(period / 2), 24.0));
+  const int search = static_cast<int>(std::max(1.0, std::min(std::round(period / 6), 12.0)));
+  std::vector<std::vector<double>> tmpl(channels, std::vector<double>(2 * half + 1, 0.0));
+  double t_energy = 0;
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (w[c] <= 0) continue;
+    double mean = 0;
+    for (int j = -half; j <= half; ++j) {
+      double ph = std::fmod(phase0 + j + 100 * period, period);
+      const auto b = std::min(bins - 1, static_cast<std::size_t>(ph / bin_width));
+      tmpl[c][static_cast<std::size_t>(j + half)] = profile[c][b];
+      mean += profile[c][b];
+    }
+    mean /= static_cast<double>(2 * half + 1);
+    for (double& v : tmpl[c]) {
+      v = (v - mean) * w[c] / (sigma[c] * sigma[c]);
+      t_energy += v * v;
+    }
+  }
+  if (!(t_energy > 0)) return fit;
+
+  // Predicted boundaries: phase0 + k * period, inside the region.
+  std::vector<double> ks, positions, quality;
+  const auto total_k = static_cast<std::size_t>((static_cast<double>(len) - phase0) / period) + 1;
+  const std::size_t stride = std::max<std::size_t>(1, total_k / kMaxMatchedBoundaries + 1);
+  for (std::size_t k = 0; k < total_k; k += stride) {
+    const double q = phase0 + static_cast<double>(k) * period;
+    if (q >= static_cast<double>(len)) break;
+    const auto qi = static_cast<long>(std::lround(q));
+    std::vector<double> scores(2 * search + 1, 0.0);
+    double z_energy_best = 0;
+    for (int s = -search; s <= search; ++s) {
+      double score = 0;
+      for (std::size_t c = 0; c < channels; ++c) {
+        if (w[c] <= 0) continue;
+        for (int j = -half; j <= half; ++j) {
+          const long i = qi + s + j;
+          if (i < 0 || i >= static_cast<long>(len)) continue;
+          score += tmpl[c][static_cast<std::size_t>(j + half)] * z[c][static_cast<std::size_t>(i)];
+        }
+      }
+      scores[static_cast<std::size_t>(s + search)] = score;
+    }
+    const auto best = static_cast<std::size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+    double off = 0;
+    if (best > 0 && best + 1 < scores.size())
+      off = signal::parabolic_offset(scores[best - 1], scores[best], scores[best + 1]);
+    const double pos = static_cast<double>(qi) + static_cast<double>(best) - search + off;
+    // Normalised correlation of the template with the matched window: how well it matches.
+    double zz = 0, tz = 0;
+    for (std::size_t c = 0; c < channels; ++c) {
+      if (w[c] <= 0) continue;
+      for (int j = -half; j <= half; ++j) {
+        const long i = qi + static_cast<long>(best) - search + j;
+        if (i < 0 || i >= static_cast<long>(len)) continue;
+        const double t = tmpl[c][static_cast<std::size_t>(j + half)];
+        const double v = z[c][static_cast<std::size_t>(i)];
+        // Undo the template weights so the correlation is in signal units.
+        zz += v * v * w[c] / (sigma[c] * sigma[c]);
+        tz += t * v;
+      }
+    }
+    z_energy_best = zz;
+    double t_energy_w = 0;
+    for (std::size_t c = 0; c < channels; ++c) {
+      if (w[c] <= 0) continue;
+      for (double t : tmpl[c]) t_energy_w += t * t * sigma[c] * sigma[c] / w[c];
+    }
+    const double ncc = (z_energy_best > 0 && t_energy_w > 0) ? tz / std::sqrt(z_energy_best * t_energy_w) : 0;
+    ks.push_back(static_cast<double>(k));
+    positions.push_back(pos);
+    quality.push_back(ncc);
+  }
+  if (positions.empty()) return fit;
+
+  // Robust least squares: position = t0 + k * period.
+  std::vector<bool> inlier(positions.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) inlier[i] = quality[i] >= 0.3;
+  double t0 = phase0, p = period;
+  for (int round = 0; round < 3; ++round) {
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+      if (!inlier[i]) continue;
+      n += 1;
+      sx += ks[i];
+      sy += positions[i];
+      sxx += ks[i] * ks[i];
+      sxy += ks[i] * positions[i];
+    }
+    if (n < 2) break;
+    const double den = n * sxx - sx * sx;
+    if (!(std::abs(den) > 0)) break;
+    const double slope = (n * sxy - sx * sy) / den;
+    if (std::abs(slope - period) > 0.1 * period) break;
+    p = slope;
+    t0 = (sy - p * sx) / n;
+    const double tolerance = std::max(0.1 * period, 1.0);
+    for (std::size_t i = 0; i < positions.size(); ++i)
+      inlier[i] = quality[i] >= 0.3 && std::abs(positions[i] - (t0 + p * ks[i])) <= tolerance;
+  }
+  double ss = 0;
+  std::size_t n_in = 0;
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    if (!inlier[i]) continue;
+    const double r = positions[i] - (t0 + p * ks[i]);
+    ss += r * r;
+    ++n_in;
+  }
+  fit.period_samples = p * scale;
+  fit.matched = n_in;
+  fit.inlier_fraction = static_cast<double>(n_in) / static_cast<double>(positions.size());
+  // Level-sample jitter includes the sample quantisation (1/sqrt(12) of a sample).
+  fit.jitter = n_in >= 2 ? std::sqrt(ss / static_cast<double>(n_in)) / p : 1.0;
+  // Every predicted boundary: the matched position where it fits, else the grid.
+  for (std::size_t k = 0;; ++k) {
+    double x = t0 + p * static_cast<double>(k);
+    if (x >= static_cast<double>(len)) break;
+    if (stride == 1 && k < positions.size() && inlier[k]) x = positions[k];
+    if (x < 0) continue;
+    // Level position -> original sample index within the region.
+    fit.boundaries.push_back((x + 0.5) * scale - 0.5);
+  }
+  (void)region_size;
+  return fit;
+}
+
+// Largest deviation of a channel's epoch profile (raw units) in multiples of its reading
+// step. Flicker between two adjacent readings of a quantised channel (util 15 <-> 17 %) can
+// beat with the sampling into a clean period that is not an epoch: it stays near one step.
+double profile_amplitude_in_steps(std::span<const double> raw, std::span<const double> readings,
+                                  double period_samples) {
+  const std::size_t n = raw.size();
+  if (n < 4 || !(period_samples >= 2)) return 0;
+  const auto bins = static_cast<std::size_t>(std::clamp(std::ceil(period_samples), 2.0, 256.0));
+  std::vector<double> sum(bins, 0.0);
+  std::vector<std::size_t> count(bins, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double phase = std::fmod(static_cast<double>(i), period_samples) / period_samples;
+    const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * static_cast<double>(bins)));
+    sum[b] += raw[i];
+    ++count[b];
+  }
+  std::vector<double> profile;
+  for (std::size_t b = 0; b < bins; ++b)
+    if (count[b]) profile.push_back(sum[b] / static_cast<double>(count[b]));
+  const double med = signal::median(profile);
+  double amplitude = 0;
+  for (double v : profile) amplitude = std::max(amplitude, std::abs(v - med));
+  // Reading step: the smallest positive difference between distinct values (first 20000).
+  std::vector<double> sorted;
+  for (std::size_t i = 0; i < readings.size() && sorted.size() < 20000; ++i)
+    if (std::isfinite(readings[i])) sorted.push_back(readings[i]);
+  std::sort(sorted.begin(), sorted.end());
+  double step = 0;
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    const double d = sorted[i] - sorted[i - 1];
+    if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
+  }
+  if (!(step > 0)) return 0;
+  return amplitude / step;
+}
+
+double clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
+
+}  // namespace
+
+Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
+  Segmentation seg;
+  seg.first_timestamp = trace.first_timestamp;
+  const std::size_t n_raw = trace.size();
+  if (n_raw < kMinSamples) {
+    seg.reason = fmt::format("trace too short: {} samples (need at least {})", n_raw, kMinSamples);
+    return seg;
+  }
+  for (std::size_t i = 0; i < n_raw; ++i) {
+    if (!std::isfinite(trace.time_s[i]) || (i > 0 && trace.time_s[i] < trace.time_s[i - 1])) {
+      seg.reason = fmt::format("timestamps not increasing at sample {}", i + 1);
+      return seg;
+    }
+  }
+  const double dt = trace.median_interval_s();
+  seg.interval_s = dt;
+  if (!(dt > 0)) {
+    seg.reason = "no sampling interval: all samples share one timestamp";
+    return seg;
+  }
+  const double span_samples = trace.duration_s() / dt;
+  if (!(span_samples < static_cast<double>(kMaxUniformSamples))) {
+    seg.reason = fmt::format("trace spans {:.0f} intervals of {:.3g} s: too long to analyse", span_samples, dt);
+    return seg;
+  }
+  const auto n = static_cast<std::size_t>(std::floor(span_samples + 0.5)) + 1;
+
+  // 1. Usable channels on a uniform grid; absurd values and gaps counted.
+  std::vector<Uniform> channels;
+  std::vector<std::string> notes;
+  for (const auto& usable : kUsable) {
+    const Channel* ch = trace.find(usable.metric);
+    if (!ch || ch->values.size() != n_raw) continue;
+    std::vector<double> values(ch->values);
+    std::size_t absurd = 0;
+    for (double& v : values) {
+      if (std::isfinite(v) && (v < usable.lo || v > usable.hi)) {
+        v = kNaN;
+        ++absurd;
+      }
+    }
+    Uniform u{usable.metric, signal::resample_uniform(trace.time_s, values, dt, n), 0, absurd};
+    u.missing_fraction = signal::fill_gaps(u.values);
+    const auto tag = std::string(info(usable.metric).tag);
+    if (absurd > 0) notes.push_back(fmt::format("{} implausible {} values ignored", absurd, tag));
+    if (u.missing_fraction > 0.5) {
+      notes.push_back(fmt::format("{} dropped: {:.0f} % missing", tag, 100 * u.missing_fraction));
+      continue;
+    }
+    channels.push_back(std::move(u));
+  }
+  auto with_notes = [&](std::string reason) {
+    for (const auto& note : notes) reason += "; " + note;
+    return reason;
+  };
+  if (channels.empty()) {
+    seg.reason = with_notes("no usable channel (utilization, power, clocks, memory) with data");
+    return seg;
+  }
+
+  // 2. Training region.
+  std::string region_note;
+  Region region = options.whole_trace ? Region{0, n} : find_training_region(channels, region_note);
+  if (!region_note.empty()) notes.push_back(region_note);
+  seg.training_start_s = (static_cast<double>(region.begin) - (region.begin > 0 ? 0.5 : 0.0)) * dt;
+  seg.training_end_s = (static_cast<double>(region.end) - (region.end < n ? 0.5 : 1.0)) * dt;
+  const double min_lag = std::max({options.min_period_samples, 2.0, options.min_period_s / dt});
+  const double max_lag = options.max_period_s > 0 ? options.max_period_s / dt : 0.0;
+  if (static_cast<double>(region.size()) < 2 * min_lag || region.size() < kMinSamples) {
+    seg.reason = with_notes(fmt::format(
+        "busy region too short: {} samples, fewer than two epochs of the shortest period ({:.0f} samples)",
+        region.size(), min_lag));
+    return seg;
+  }
+
+  // 3. Robust z-scores and their averaging pyramid.
+  Analysis an;
+  for (const auto& u : channels) {
+    auto z = robust_z(std::span<const double>(u.values).subspan(region.begin, region.size()));
+    const auto tag = std::string(info(u.metric).tag);
+    if (z.empty()) continue;  // constant in the busy region: no evidence either way
+    std::vector<std::vector<double>> levels;
+    levels.push_back(std::move(z));
+    while (levels.back().size() >= 64) levels.push_back(signal::halve(levels.back()));
+    an.metrics.push_back(u.metric);
+    an.pyramid.push_back(std::move(levels));
+  }
+  if (an.metrics.empty()) {
+    seg.reason = with_notes("every channel is constant in the busy region: no periodic structure");
+    return seg;
+  }
+
+  // 4. Period proposals and choice.
+  auto candidates = propose_periods(an, min_lag, max_lag);
+  if (candidates.empty()) {
+    seg.reason = with_notes("no periodic structure: the autocorrelation has no peak");
+    return seg;
+  }
+  const Candidate chosen = choose_period(candidates);
+  const Refined ref = refine_period(an, chosen);
+  if (std::getenv("EPOCHCAST_DEBUG_DETECT")) {
+    for (const auto& c : candidates) fmt::print(stderr, "cand P={:.2f} score={:.3f} level={}\n", c.period_samples, c.score, c.level);
+    fmt::print(stderr, "chosen {:.2f} refined {:.2f} score {:.3f} region [{}, {})\n", chosen.period_samples, ref.period_samples, ref.score, region.begin, region.end);
+    for (std::size_t c = 0; c < an.metrics.size(); ++c) fmt::print(stderr, "  {} w={:.3f} r={:.3f}\n", info(an.metrics[c]).tag, an.weight[c], ref.per_channel.empty()?0.0:ref.per_channel[c]);
+  }
+
+  // 5. Boundaries.
+  BoundaryFit fit = locate_boundaries(an, ref, region.size());
+  double period_samples = ref.period_samples;
+  if (fit.matched >= 3 && std::abs(fit.period_samples - ref.period_samples) < 0.1 * ref.period_samples)
+    period_samples = fit.period_samples;
+
+  std::vector<double> bounds_s;
+  for (double idx : fit.boundaries) bounds_s.push_back((static_cast<double>(region.begin) + idx) * dt);
+  const double period_s = period_samples * dt;
+  // The busy region's edges are epoch boundaries when the trace shows idle before/after.
+  if (!bounds_s.empty() && region.begin > 0) {
+    const double gap = bounds_s.front() - seg.training_start_s;
+    if (gap > 0.7 * period_s && gap < 1.3 * period_s) bounds_s.insert(bounds_s.begin(), seg.training_start_s);
+  }
+  if (!bounds_s.empty() && region.end < n) {
+    const double gap = seg.training_end_s - bounds_s.back();
+    if (gap > 0.7 * period_s && gap < 1.3 * period_s) bounds_s.push_back(seg.training_end_s);
+  }
+
+  // 6. Confidence: periodicity strength x boundary regularity x matched fraction x cycles.
+  const double cycles = static_cast<double>(region.size()) / period_samples;
+  const double lag_fraction = std::min(0.9, period_samples / static_cast<double>(region.size()));
+  const double rho = ref.score / (1.0 - lag_fraction);  // undo the biased estimator's taper
+  const double s_acf = clamp01((rho - 0.1) / 0.4);
+  const double s_reg = std::sqrt(clamp01(1.0 - fit.jitter / 0.08));
+  const double s_match = clamp01(fit.inlier_fraction);
+  const double s_cycles = clamp01((cycles - 2.0) / 1.0);
+  double confidence = clamp01(s_acf * s_reg * (0.25 + 0.75 * s_match) * (0.5 + 0.5 * s_cycles));
+
+  // Channels that vote: periodic at this period. Evidence counts by ACF^2, and only from
+  // channels whose signature goes beyond reading flicker.
+  double evidence = 0, resolved_evidence = 0;
+  for (std::size_t c = 0; c < an.metrics.size(); ++c) {
+    if (ref.per_channel.empty() || ref.per_channel[c] < 0.15) continue;
+    seg.channels.emplace_back(info(an.metrics[c]).tag);
+    const double e = ref.per_channel[c] * ref.per_channel[c];
+    evidence += e;
+    for (const auto& u : channels) {
+      if (u.metric != an.metrics[c]) continue;
+      const auto raw = std::span<const double>(u.values).subspan(region.begin, region.size());
+      const Channel* original = trace.find(u.metric);
+      const std::span<const double> readings = original ? std::span<const double>(original->values) : raw;
+      const double steps = profile_amplitude_in_steps(raw, readings, period_samples);
+      if (std::getenv("EPOCHCAST_DEBUG_DETECT")) fmt::print(stderr, "  vote {} r={:.2f} steps={:.2f}\n", info(u.metric).tag, ref.per_channel[c], steps);
+      if (steps >= 2.0) resolved_evidence += e;
+    }
+  }
+  const double resolved = evidence > 0 ? resolved_evidence / evidence : 0.0;
+  confidence *= 0.2 + 0.8 * resolved;
+  if (resolved < 0.5)
+    notes.push_back("the periodic signature is mostly within one reading step (quantisation flicker)");
+  seg.confidence = confidence;
+  seg.period_samples = period_samples;
+  seg.candidate_period_s = period_s;
+
+  const std::string how = fmt::format(
+      "period {:.1f} samples; autocorrelation {:.2f}, {}/{} boundaries match (jitter {:.1f} %), "
+      "{:.1f} epochs in view",
+      period_samples, rho, fit.matched, std::max<std::size_t>(fit.boundaries.size(), fit.matched),
+      100 * fit.jitter, cycles);
+  if (cycles < static_cast<double>(options.min_epochs)) {
+    seg.reason = with_notes(fmt::format(
+        "only {:.1f} epochs in view (period ~{:.3g} s); need at least {} to confirm a period",
+        cycles, period_s, options.min_epochs));
+    return seg;
+  }
+  if (confidence < options.min_confidence) {
+    seg.reason = with_notes(fmt::format("no reliable period: confidence {:.2f} below {:.2f} ({})",
+                                        confidence, options.min_confidence, how));
+    return seg;
+  }
+  seg.found = true;
+  seg.period_s = period_s;
+  for (std::size_t i = 0; i + 1 < bounds_s.size(); ++i) seg.epochs.push_back({bounds_s[i], bounds_s[i + 1]});
+  seg.reason = with_notes(how);
+  return seg;
+}
+
+// ---- Detector ----
+
+Detector::Detector(DetectOptions options) : options_(options) {}
+
+bool Detector::push(const Trace& incoming) {
+  const bool whole = trace_.size() == 0 ||
+                     (incoming.start_unix_s == trace_.start_unix_s && incoming.size() >= trace_.size());
+  if (whole) {
+    trace_ = incoming;
+  } else {
+    const double shift = incoming.start_unix_s - trace_.start_unix_s;
+    const std::size_t old = trace_.size();
+    for (double t : incoming.time_s) {
+      const double rebased = t + shift;
+      // Samples at or before the last held one are repeats of what we have: skipped.
+      if (!trace_.time_s.empty() && rebased <= trace_.time_s.back()) continue;
+      trace_.time_s.push_back(rebased);
+    }
+    const std::size_t added = trace_.size() - old;
+    const std::size_t skip = incoming.size() - added;
+    for (auto& ch : trace_.channels) ch.values.resize(trace_.size(), kNaN);
+    for (const auto& ch : incoming.channels) {
+      Channel& dst = trace_.channel(ch.metric);
+      dst.values.resize(trace_.size(), kNaN);
+      for (std::size_t i = skip; i < ch.values.size(); ++i) dst.values[old + i - skip] = ch.values[i];
+    }
+  }
+  const std::size_t grown = trace_.size() - std::min(trace_.size(), samples_at_last_run_);
+  std::size_t needed = std::max<std::size_t>(16, samples_at_last_run_ / 20);
+  if (current_.candidate_period_s > 0 && current_.interval_s > 0)
+    needed = std::min(needed, std::max<std::size_t>(16, static_cast<std::size_t>(
+                                                          current_.candidate_period_s / current_.interval_s / 2)));
+  if (runs_ > 0 && grown < needed) {
+    changed_ = false;
+    return false;
+  }
+  return recompute();
+}
+
+bool Detector::flush() { return recompute(); }
+
+bool Detector::recompute() {
+  Segmentation next = detect_epochs(trace_, options_);
+  const auto& prev = current_;
+  const bool period_moved = (prev.period_s > 0) != (next.period_s > 0) ||
+                            (next.period_s > 0 && std::abs(next.period_s - prev.period_s) > 0.005 * prev.period_s);
+  changed_ = runs_ == 0 || next.found != prev.found || period_moved ||
+             std::abs(next.confidence - prev.confidence) > 0.05 || next.epochs.size() != prev.epochs.size();
+  current_ = std::move(next);
+  samples_at_last_run_ = trace_.size();
+  ++runs_;
+  return changed_;
+}
+
+}  // namespace epochcast
