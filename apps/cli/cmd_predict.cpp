@@ -1,13 +1,137 @@
-// Placeholder until the predict command lands; replaced by its owner.
+// epochcast predict TRACE... : epoch time and cost on every GPU type, ranked.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/service/render.hpp"
+#include "epochcast/service/service.hpp"
+#include "trace_input.hpp"
 
 namespace epochcast::cli {
 
+namespace {
+
+struct PredictCliOptions {
+  std::vector<std::string> traces;
+  std::string model;
+  std::string source_gpu;
+  std::string gpus = "all";
+  int epochs = 10;
+  bool json = false;
+  std::string html;
+  std::string prices;
+  TraceInputOptions input;
+};
+
+std::vector<std::string> split_gpu_list(const std::string& list) {
+  std::vector<std::string> out;
+  if (list.empty() || list == "all") return out;
+  std::size_t begin = 0;
+  while (begin <= list.size()) {
+    const std::size_t comma = list.find(',', begin);
+    std::string item = list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  if (out.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("--gpus '{}' names no GPU", list));
+  return out;
+}
+
+// Progress on stderr: one rewriting line on a terminal, a line per stage otherwise.
+ProgressFn terminal_progress() {
+  const bool tty = isatty(fileno(stderr)) != 0;
+  auto last_stage = std::make_shared<std::string>();
+  auto started = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  return [tty, last_stage, started](std::string_view stage, std::size_t done, std::size_t total) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *started).count();
+    if (tty) {
+      std::cerr << fmt::format("\r\033[K[{:5.1f} s] {} {}/{}", elapsed, stage, done, total);
+      if (done >= total) std::cerr << "\n";
+      std::cerr.flush();
+    } else if (stage != *last_stage || done >= total) {
+      std::cerr << fmt::format("[{:5.1f} s] {} {}/{}\n", elapsed, stage, done, total);
+    }
+    *last_stage = std::string(stage);
+  };
+}
+
+void run_predict(const PredictCliOptions& o) {
+  if (o.epochs < 1) throw Error(ErrorCode::kInvalidArgument, fmt::format("--epochs must be at least 1, got {}", o.epochs));
+  const std::vector<std::string> paths = o.traces.size() == 1 && o.traces[0] == "-"
+                                             ? o.traces
+                                             : expand_trace_paths(o.traces);
+  const bool batch = paths.size() > 1 || (o.traces.size() == 1 && paths.size() == 1 && paths[0] != o.traces[0]);
+  if (batch && !o.html.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--html writes the report of one trace; give one trace file");
+
+  ServiceConfig config;
+  config.model_path = o.model;
+  config.prices_path = o.prices;
+  if (o.model.empty()) {
+    // The default model is fitted on first use (a few seconds) and cached.
+    config.progress = terminal_progress();
+    std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
+  }
+  const Service service(config);
+
+  PredictRequest request;
+  request.source_gpu = o.source_gpu;
+  request.gpus = split_gpu_list(o.gpus);
+  request.epochs = o.epochs;
+
+  if (batch) {
+    const std::vector<BatchItem> items = service.predict_batch(paths, to_read_options(o.input), request);
+    if (o.json) {
+      std::cout << to_json(items).dump(2) << "\n";
+    } else {
+      std::cout << render_batch_table(items);
+    }
+    return;
+  }
+
+  const Trace trace = load_trace(paths[0], o.input);
+  const PredictReport report = service.predict(trace, request);
+  if (!o.html.empty()) {
+    write_html_report(o.html, report, trace);
+    if (!o.json) std::cerr << fmt::format("epochcast: wrote {}\n", o.html);
+  }
+  if (o.json) {
+    std::cout << to_json(report).dump(2) << "\n";
+  } else {
+    std::cout << render_table(report);
+  }
+}
+
+}  // namespace
+
 void add_predict_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("predict", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw Error(ErrorCode::kUnsupported, "'predict' is not built yet"); });
+  auto opts = std::make_shared<PredictCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "predict", "Predict the epoch time and cost of a job on every GPU type from one GPU's metric log");
+  cmd->add_option("traces", opts->traces,
+                  "metric log(s): nvidia-smi CSV, dcgmi dmon, canonical CSV; a folder means every log in it")
+      ->required();
+  cmd->add_option("--model", opts->model, "model file from 'epochcast fit' (default: fitted from the bundled data)");
+  cmd->add_option("--source-gpu", opts->source_gpu,
+                  "GPU the trace was recorded on (catalog id or nvidia-smi name; default: the trace's name column)");
+  cmd->add_option("--gpus", opts->gpus, "GPUs to predict for: all, or a comma list of catalog ids")
+      ->capture_default_str();
+  cmd->add_option("--epochs", opts->epochs, "number of epochs to price")->capture_default_str();
+  cmd->add_flag("--json", opts->json, "print one JSON object");
+  cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");
+  cmd->add_option("--prices", opts->prices, "price catalog CSV (default: the bundled data/prices.csv)");
+  add_trace_options(cmd, opts->input);
+  cmd->callback([opts] { run_predict(*opts); });
 }
 
 }  // namespace epochcast::cli

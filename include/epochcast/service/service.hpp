@@ -9,21 +9,18 @@
 #include <vector>
 
 #include "epochcast/epoch/segmentation.hpp"
+#include "epochcast/model/stacked_model.hpp"  // ProgressFn
 #include "epochcast/service/report.hpp"
 #include "epochcast/trace/read.hpp"
 #include "epochcast/trace/trace.hpp"
 
 namespace epochcast {
 
-// Progress on long work: a short stage name ("fitting default model") and a fraction 0..1,
-// or a negative fraction when the stage has no measurable progress.
-using ProgressFn = std::function<void(std::string_view stage, double fraction)>;
-
 struct ServiceConfig {
   std::string model_path;        // empty: the default model fitted from the bundled dataset
   std::string gpu_catalog_path;  // empty: data/gpus.csv of the bundled data
   std::string prices_path;       // empty: data/prices.csv of the bundled data
-  ProgressFn progress;           // may be empty
+  ProgressFn progress;           // (stage, done, total) on long work; may be empty
 };
 
 struct PredictRequest {

@@ -31,10 +31,10 @@ TEST(PriceCatalog, BundledFileLoadsWithEveryRowAttributed) {
     EXPECT_EQ(row.as_of.size(), 10u) << row.instance;
     gpus.insert(row.gpu);
   }
-  for (const char* gpu : {"T4", "A10G", "V100", "P100", "L4", "A100-40GB", "A100-80GB", "H100"})
+  for (const char* gpu : {"t4", "a10g", "v100", "p100", "l4", "a100-40gb", "a100-80gb", "h100-sxm"})
     EXPECT_TRUE(gpus.count(gpu)) << gpu;
   // g4dn.xlarge is the field notes' reference figure.
-  const auto t4 = catalog.for_gpu("T4");
+  const auto t4 = catalog.for_gpu("t4");
   ASSERT_FALSE(t4.empty());
   bool found = false;
   for (const auto& row : t4)
