@@ -61,6 +61,7 @@ void TraceParser::fail(std::size_t column, std::string_view field, const std::st
 void TraceParser::fail_at(std::string_view line, std::string_view at, std::string_view field,
                           const std::string& message) const {
   std::size_t column = 1;
+  while (!at.empty() && detail::is_space(at.front())) at.remove_prefix(1);  // point at the value
   if (at.data() >= line.data() && at.data() <= line.data() + line.size())
     column = static_cast<std::size_t>(at.data() - line.data()) + 1;
   fail(column, field, message);
@@ -118,7 +119,7 @@ void TraceParser::line(std::string_view text, bool terminated) {
       return;
     }
     if (!options_.lenient) throw;
-    skip_row(e.detail(), line_no_);
+    skip_row(fmt::format("column {}, field '{}': {}", e.where().column, e.where().field, e.detail()), line_no_);
   }
 }
 
