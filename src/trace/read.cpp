@@ -1,6 +1,7 @@
 #include "epochcast/trace/read.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -129,6 +130,8 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
     throw Error(ErrorCode::kIo, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   FileDescriptor fd(raw_fd);
   TraceParser parser(path == "-" ? "<stdin>" : path, options, host);
+  if (struct stat st {}; ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode))
+    parser.set_size_hint(static_cast<std::size_t>(st.st_size));
   std::unique_ptr<char[]> buffer(new char[kChunkBytes]);
   std::string partial;
   while (true) {
@@ -154,6 +157,7 @@ Trace read_trace(const std::string& path, const ReadOptions& options) {
 
 Trace read_trace_from_string(std::string_view content, const std::string& name, const ReadOptions& options) {
   TraceParser parser(name, options, false);
+  parser.set_size_hint(content.size());
   std::string partial;
   feed_lines(parser, partial, content.data(), content.data() + content.size());
   if (!partial.empty()) parser.line(partial, false);

@@ -35,6 +35,30 @@ bool is_smi_index(std::string_view n) { return n == "index" || n == "gpu_index";
 bool is_smi_name(std::string_view n) { return n == "name" || n == "gpu_name"; }
 bool is_smi_uuid(std::string_view n) { return n == "uuid" || n == "gpu_uuid"; }
 
+// First byte that cannot be in a text log (a control byte other than tab, or DEL), else npos.
+// Eight bytes at a time: this check sees every byte of every trace.
+std::size_t find_control_byte(std::string_view s) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    const std::uint64_t below_space = (w - kOnes * 0x20) & ~w & kHigh;
+    const std::uint64_t x = w ^ (kOnes * 0x7f);
+    const std::uint64_t is_del = (x - kOnes) & ~x & kHigh;
+    if (below_space | is_del) break;  // look closer (tabs are allowed)
+  }
+  for (; i < s.size(); ++i) {
+    const auto u = static_cast<unsigned char>(s[i]);
+    if ((u < 0x20 && u != '\t') || u == 0x7f) return i;
+    if (i % 8 == 7 && i + 9 <= s.size()) {  // back to the fast path after a clean word
+      const std::size_t rest = find_control_byte(s.substr(i + 1));
+      return rest == std::string_view::npos ? rest : i + 1 + rest;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 TraceParser::TraceParser(std::string name, ReadOptions options, bool host)
@@ -90,16 +114,15 @@ void TraceParser::line_too_long(std::string_view start) {
 
 void TraceParser::line(std::string_view text, bool terminated) {
   ++line_no_;
+  row_bytes_ = text.size() + 1;
   if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
   if (line_no_ == 1 && text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0)
     text.remove_prefix(3);
   const bool was_header_done = header_done_;
   try {
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      const auto u = static_cast<unsigned char>(text[i]);
-      if ((u < 0x20 && u != '\t') || u == 0x7f)
-        fail(i + 1, "(line)", fmt::format("binary data (byte 0x{:02x}); not a text trace", u));
-    }
+    if (const std::size_t bad = find_control_byte(text); bad != std::string_view::npos)
+      fail(bad + 1, "(line)",
+           fmt::format("binary data (byte 0x{:02x}); not a text trace", static_cast<unsigned char>(text[bad])));
     if (format_ == TraceFormat::kAuto) {
       pending_.emplace_back(line_no_, std::string(text));
       const std::string_view t = trim(text);
@@ -160,7 +183,9 @@ void TraceParser::dispatch(std::string_view text) {
     case TraceFormat::kNvidiaSmi: {
       const std::string_view t = trim(text);
       if (t.empty()) return;
-      if (looks_like_smi_header(t)) {
+      // Data rows start with a digit (timestamp or index); only other lines can be headers.
+      const bool maybe_header = !header_done_ || !(t[0] >= '0' && t[0] <= '9');
+      if (maybe_header && looks_like_smi_header(t)) {
         if (header_done_ && !header_text_.empty()) {
           if (t != header_text_)
             fail(1, "(header)", "a second, different nvidia-smi header: logs of different queries are mixed");
@@ -281,17 +306,27 @@ void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_v
   ++rows_accepted_;
   ++diag_.rows_read;
   // Utilisation (else power) decides which GPU was busy.
-  for (std::size_t s = 0; s < metrics_.size(); ++s) {
-    if ((metrics_[s] == Metric::kGpuUtil || metrics_[s] == Metric::kPower) && !std::isnan(row_[s])) {
-      const bool util_present = std::find(metrics_.begin(), metrics_.end(), Metric::kGpuUtil) != metrics_.end();
-      if (metrics_[s] == Metric::kGpuUtil || !util_present) {
-        r.busy_sum += row_[s];
-        ++r.busy_n;
-      }
-    }
+  if (busy_slot_ < 0) {
+    const auto util = std::find(metrics_.begin(), metrics_.end(), Metric::kGpuUtil);
+    const auto power = std::find(metrics_.begin(), metrics_.end(), Metric::kPower);
+    busy_slot_ = util != metrics_.end() ? static_cast<int>(util - metrics_.begin())
+                 : power != metrics_.end() ? static_cast<int>(power - metrics_.begin()) : static_cast<int>(metrics_.size());
+  }
+  if (static_cast<std::size_t>(busy_slot_) < metrics_.size() && !std::isnan(row_[static_cast<std::size_t>(busy_slot_)])) {
+    r.busy_sum += row_[static_cast<std::size_t>(busy_slot_)];
+    ++r.busy_n;
   }
   if (options_.gpu && r.id.index != *options_.gpu) return;  // counted, not stored
-  if (r.stamp_s.empty()) r.first_stamp = std::string(trim(stamp_text));
+  if (r.stamp_s.empty()) {
+    r.first_stamp = std::string(trim(stamp_text));
+    if (size_hint_bytes_ > 0 && gpus_.size() == 1 && row_bytes_ > 0) {
+      // Reserve for the whole file once, instead of doubling (and copying) a dozen vectors.
+      const std::size_t expected = std::min<std::size_t>(size_hint_bytes_ / row_bytes_ + 16, std::size_t{1} << 27);
+      r.stamp_s.reserve(expected);
+      r.values.resize(metrics_.size());
+      for (auto& v : r.values) v.reserve(expected);
+    }
+  }
   r.stamp_s.push_back(stamp_s);
   if (r.values.size() < metrics_.size()) r.values.resize(metrics_.size());
   for (std::size_t s = 0; s < metrics_.size(); ++s) r.values[s].push_back(row_[s]);
@@ -316,6 +351,7 @@ void TraceParser::smi_header(std::string_view text, bool from_fields) {
   if (!from_fields) header_text_ = std::string(trim(text));
   columns_.clear();
   metrics_.clear();
+  busy_slot_ = -1;
   gpus_.clear();
   bool has_timestamp = false;
   std::vector<std::string> ignored;
@@ -516,6 +552,7 @@ void TraceParser::dmon_header(std::string_view text) {
   header_text_ = std::string(trim(text));
   columns_.clear();
   metrics_.clear();
+  busy_slot_ = -1;
   std::vector<std::string> ignored;
   // Tokens after "#Entity" (or "# Entity"), with their byte offsets for the units row.
   std::size_t pos = text.find("Entity");
@@ -720,6 +757,7 @@ void TraceParser::canonical_header(std::string_view text) {
   header_text_ = std::string(trim(text));
   columns_.clear();
   metrics_.clear();
+  busy_slot_ = -1;
   split_csv(text, true);
   const std::vector<std::string_view> fields = fields_;
   // A host CSV (dstat-like sampler) names its columns without the host_ prefix.
@@ -846,10 +884,10 @@ Trace TraceParser::finish() {
                   fmt::format("{}: GPU {} is not in this trace (GPUs present: {})", file_, *options_.gpu,
                               fmt::join(present, ", ")));
   }
-  return build();
+  return build_impl(true);
 }
 
-Trace TraceParser::build() const {
+Trace TraceParser::build_impl(bool steal) const {
   Trace t;
   t.source = file_;
   t.format = host_ ? "host-csv" : format_ == TraceFormat::kAuto ? "" : to_string(format_);
@@ -879,7 +917,7 @@ Trace TraceParser::build() const {
                                      gpus_.size(), fmt::join(listed, ", "), gpus_[sel].id.index,
                                      util ? "utilization" : "power"));
   }
-  const GpuRows& g = gpus_[sel];
+  GpuRows& g = gpus_[sel];
   t.gpu = g.id;
   if (t.gpu.name.empty()) t.gpu.name = meta_gpu_name_;
   t.first_timestamp = g.first_stamp;
@@ -948,7 +986,15 @@ Trace TraceParser::build() const {
 
   t.channels.reserve(metrics_.size());
   for (std::size_t s = 0; s < metrics_.size(); ++s) {
-    Channel c{metrics_[s], s < g.values.size() ? g.values[s] : std::vector<double>{}};
+    Channel c{metrics_[s], {}};
+    if (s < g.values.size()) {
+      if (steal) {
+        c.values = std::move(g.values[s]);
+        if (c.values.capacity() > c.values.size() + c.values.size() / 2 + 1024) c.values.shrink_to_fit();
+      } else {
+        c.values = g.values[s];
+      }
+    }
     c.values.resize(n, kNaN);
     t.channels.push_back(std::move(c));
   }

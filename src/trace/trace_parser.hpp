@@ -25,8 +25,10 @@ class TraceParser {
   [[noreturn]] void line_too_long(std::string_view start);
 
   [[nodiscard]] std::uint64_t rows() const { return rows_accepted_; }
+  // The input's size when known, to reserve the column stores once.
+  void set_size_hint(std::size_t bytes) { size_hint_bytes_ = bytes; }
   // The trace from the rows so far; empty (no samples) before the first row.
-  [[nodiscard]] Trace build() const;
+  [[nodiscard]] Trace build() const { return build_impl(false); }
   // End of input: a file without any data row is an error; else build().
   [[nodiscard]] Trace finish();
 
@@ -56,6 +58,8 @@ class TraceParser {
     std::uint64_t busy_n = 0;
   };
 
+  // `steal`: move the column stores into the Trace (finish() only; the parser is spent after).
+  Trace build_impl(bool steal) const;
   [[noreturn]] void fail(std::size_t column, std::string_view field, const std::string& message) const;
   [[noreturn]] void fail_at(std::string_view line, std::string_view at, std::string_view field,
                             const std::string& message) const;
@@ -95,7 +99,7 @@ class TraceParser {
   std::vector<std::pair<std::uint64_t, std::string>> pending_;  // lines before detection
   std::vector<Column> columns_;
   std::vector<Metric> metrics_;  // slot -> metric
-  std::vector<GpuRows> gpus_;
+  mutable std::vector<GpuRows> gpus_;  // mutable: finish() moves the stores out
   std::size_t last_gpu_ = 0;
   std::vector<double> row_;                 // parsed values of the current row, per slot
   std::vector<std::string_view> fields_;    // split fields of the current line
@@ -114,6 +118,10 @@ class TraceParser {
   std::uint64_t repeated_headers_ = 0;
   std::uint64_t skipped_entities_ = 0;
   TraceDiagnostics diag_;
+  int busy_slot_ = -1;               // slot of utilization (else power); metrics_.size() if none
+  std::size_t size_hint_bytes_ = 0;
+  std::size_t row_bytes_ = 0;        // length of the current data line (for the reserve estimate)
+  bool moved_out_ = false;           // finish() moved the stores into the Trace
 };
 
 }  // namespace epochcast
