@@ -1,13 +1,183 @@
-// Placeholder until the detect command lands; replaced by its owner.
+// epochcast detect TRACE: the epoch period, boundaries and confidence of a training trace.
+// --follow reads a growing file and prints a line whenever the estimate changes.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/epoch/detect.hpp"
+#include "epochcast/epoch/plot.hpp"
+#include "trace_input.hpp"
 
 namespace epochcast::cli {
+namespace {
+
+struct DetectArgs {
+  std::string path;
+  TraceInputOptions input;
+  bool json = false;
+  std::string plot_path;
+  bool follow = false;
+  double idle_timeout_s = 10;
+  int poll_ms = 200;
+  DetectOptions detect;
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted = true; }
+
+nlohmann::json to_json(const Segmentation& seg) {
+  nlohmann::json j;
+  j["found"] = seg.found;
+  j["period_s"] = seg.found ? nlohmann::json(seg.period_s) : nlohmann::json(nullptr);
+  j["confidence"] = seg.confidence;
+  j["epochs"] = nlohmann::json::array();
+  for (const auto& e : seg.epochs) j["epochs"].push_back({{"start_s", e.start_s}, {"end_s", e.end_s}});
+  j["first_timestamp"] = seg.first_timestamp;
+  j["interval_s"] = seg.interval_s;
+  j["channels"] = seg.channels;
+  j["reason"] = seg.reason;
+  return j;
+}
+
+void print_table(const Trace& trace, const Segmentation& seg) {
+  std::cout << fmt::format("{:<12} {} ({}{}{})\n", "trace", trace.source, trace.format,
+                           trace.gpu.name.empty() ? "" : ", ", trace.gpu.name);
+  std::cout << fmt::format("{:<12} {} samples, every {:.3g} s, {:.1f} s\n", "samples", trace.size(),
+                           seg.interval_s, trace.duration_s());
+  std::cout << fmt::format("{:<12} {}\n", "found", seg.found ? "yes" : "no");
+  if (seg.found)
+    std::cout << fmt::format("{:<12} {:.3f} s ({:.1f} samples)\n", "period", seg.period_s, seg.period_samples);
+  else if (seg.candidate_period_s > 0)
+    std::cout << fmt::format("{:<12} {:.3f} s (not confirmed)\n", "best guess", seg.candidate_period_s);
+  std::cout << fmt::format("{:<12} {:.2f}\n", "confidence", seg.confidence);
+  std::string channels;
+  for (const auto& c : seg.channels) channels += (channels.empty() ? "" : ", ") + c;
+  std::cout << fmt::format("{:<12} {}\n", "channels", channels.empty() ? "-" : channels);
+  if (seg.training_end_s > seg.training_start_s)
+    std::cout << fmt::format("{:<12} {:.2f} s .. {:.2f} s from the first sample ({})\n", "training",
+                             seg.training_start_s, seg.training_end_s, seg.first_timestamp);
+  std::cout << fmt::format("{:<12} {}\n", "reason", seg.reason);
+  if (!seg.epochs.empty()) {
+    std::cout << fmt::format("\n{:>5} {:>10} {:>10} {:>10}\n", "epoch", "start_s", "end_s", "seconds");
+    for (std::size_t i = 0; i < seg.epochs.size(); ++i) {
+      const auto& e = seg.epochs[i];
+      std::cout << fmt::format("{:>5} {:>10.2f} {:>10.2f} {:>10.2f}\n", i + 1, e.start_s, e.end_s, e.end_s - e.start_s);
+    }
+  }
+}
+
+void write_plot(const std::string& path, const Trace& trace, const Segmentation& seg) {
+  if (path.size() < 4 || path.substr(path.size() - 4) != ".svg")
+    throw Error(ErrorCode::kUnsupported, fmt::format("--plot {}: only .svg pictures are written", path));
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write {}", path));
+  out << render_detection_svg(trace, seg);
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("error writing {}", path));
+}
+
+std::string follow_line(const Trace& trace, const Segmentation& seg) {
+  const double at = trace.duration_s();
+  if (seg.found)
+    return fmt::format("t={:.1f}s samples={} period={:.3f}s confidence={:.2f} epochs={}", at, trace.size(),
+                       seg.period_s, seg.confidence, seg.epochs.size());
+  return fmt::format("t={:.1f}s samples={} no period yet (confidence {:.2f}): {}", at, trace.size(),
+                     seg.confidence, seg.reason);
+}
+
+void run_follow(const DetectArgs& args) {
+  if (args.path == "-") throw Error(ErrorCode::kInvalidArgument, "--follow needs a file, not stdin");
+  std::ifstream in(args.path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open {}", args.path));
+  auto read_options = to_read_options(args.input);
+  if (!read_options.host_path.empty())
+    std::cerr << "epochcast: note: --host is not merged while following; GPU channels only\n";
+  read_options.host_path.clear();
+  IncrementalTraceReader reader(args.path, read_options);
+  Detector detector(args.detect);
+  g_interrupted = false;
+  auto previous = std::signal(SIGINT, on_sigint);
+  std::vector<char> buffer(1 << 16);
+  auto last_data = std::chrono::steady_clock::now();
+  std::size_t fed_rows = 0;
+  auto report = [&](const Segmentation& seg) {
+    if (args.json) {
+      auto j = to_json(seg);
+      j["samples"] = detector.trace().size();
+      std::cout << j.dump() << std::endl;
+    } else {
+      std::cout << follow_line(detector.trace(), seg) << std::endl;
+    }
+  };
+  while (!g_interrupted) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = in.gcount();
+    if (got > 0) {
+      last_data = std::chrono::steady_clock::now();
+      fed_rows += reader.feed(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+      if (got == static_cast<std::streamsize>(buffer.size())) continue;  // more is waiting
+    }
+    in.clear();  // EOF is not the end while following
+    if (fed_rows > 0 && reader.rows() > detector.trace().size()) {
+      if (detector.push(reader.trace())) report(detector.current());
+    }
+    const double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_data).count();
+    if (idle >= args.idle_timeout_s) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(args.poll_ms));
+  }
+  std::signal(SIGINT, previous);
+  if (detector.trace().size() > 0 && detector.flush()) report(detector.current());
+  if (!args.plot_path.empty()) write_plot(args.plot_path, detector.trace(), detector.current());
+}
+
+void run(const DetectArgs& args) {
+  if (args.follow) {
+    run_follow(args);
+    return;
+  }
+  const Trace trace = load_trace(args.path, args.input);
+  const Segmentation seg = detect_epochs(trace, args.detect);
+  if (!args.plot_path.empty()) write_plot(args.plot_path, trace, seg);
+  if (args.json) {
+    std::cout << to_json(seg).dump(2) << "\n";
+  } else {
+    print_table(trace, seg);
+  }
+}
+
+}  // namespace
 
 void add_detect_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("detect", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw Error(ErrorCode::kUnsupported, "'detect' is not built yet"); });
+  auto args = std::make_shared<DetectArgs>();
+  auto* cmd = app.add_subcommand("detect", "Find the epoch period and boundaries in a metric trace");
+  cmd->add_option("TRACE", args->path, "trace file (nvidia-smi CSV, dcgmi dmon log, canonical CSV; - = stdin)")
+      ->required();
+  add_trace_options(cmd, args->input);
+  cmd->add_flag("--json", args->json, "print one JSON object (one per change with --follow)");
+  cmd->add_option("--plot", args->plot_path, "write an SVG of the channels with the boundaries marked");
+  cmd->add_flag("--follow", args->follow, "read a growing file; print a line whenever the estimate changes");
+  cmd->add_option("--idle-timeout", args->idle_timeout_s, "--follow: stop after this many seconds without new data")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--poll-ms", args->poll_ms, "--follow: poll interval")->check(CLI::Range(10, 60000))->capture_default_str();
+  cmd->add_option("--min-confidence", args->detect.min_confidence, "report found only at or above this confidence")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--min-epochs", args->detect.min_epochs, "whole epochs needed in view")
+      ->check(CLI::Range(2, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--min-period", args->detect.min_period_s, "shortest period to consider, seconds");
+  cmd->add_option("--max-period", args->detect.max_period_s, "longest period to consider, seconds");
+  cmd->add_flag("--whole-trace", args->detect.whole_trace, "analyse the whole trace, not only the busy region");
+  cmd->callback([args] { run(*args); });
 }
 
 }  // namespace epochcast::cli

@@ -312,19 +312,47 @@ std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_
 
 // The strongest peak, unless a clearly longer peak that is not a multiple of it is nearly as
 // strong: epochs contain iterations, so the epoch is the longest fundamental.
-Candidate choose_period(const std::vector<Candidate>& candidates) {
+// Weighted combined ACF at one (fractional) lag on one level: the best of the integer lags
+// around it. Used to compare candidates found on different levels on equal terms (a coarser
+// level averages noise away and would otherwise win).
+double acf_at(const Analysis& an, std::size_t level, double lag) {
+  const auto lo = static_cast<std::size_t>(std::max(1.0, std::floor(lag - 1)));
+  const auto hi = static_cast<std::size_t>(std::ceil(lag + 1));
+  const auto total = combined_acf(an, level, lo, hi, false);
+  return total.empty() ? 0.0 : *std::max_element(total.begin(), total.end());
+}
+
+Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candidates) {
   Candidate best = candidates.front();
   for (const auto& c : candidates)
     if (c.score > best.score) best = c;
+  // A shorter candidate of which best is 2-4 times: compare both on the shorter one's level.
+  for (const auto& s : candidates) {
+    if (s.level >= best.level || s.score < 0.5 * best.score) continue;
+    const double ratio = best.period_samples / s.period_samples;
+    const double m = std::round(ratio);
+    if (m < 2 || m > 4 || std::abs(ratio - m) > 0.10 * m) continue;
+    const auto level = static_cast<std::size_t>(s.level);
+    const double scale = std::ldexp(1.0, s.level);
+    const double r_short = acf_at(an, level, s.period_samples / scale);
+    const double r_long = acf_at(an, level, best.period_samples / scale);
+    if (r_short >= 0.9 * r_long) {
+      best = s;
+      best.score = r_short;
+      break;
+    }
+  }
   Candidate chosen = best;
   for (const auto& c : candidates) {
-    if (c.period_samples <= chosen.period_samples * 1.5 || c.score < 0.8 * best.score) continue;
+    if (c.period_samples <= best.period_samples * 1.5 || c.score < 0.8 * best.score) continue;
     const double ratio = c.period_samples / best.period_samples;
     const double m = std::round(ratio);
-    const bool multiple = std::abs(c.period_samples - m * best.period_samples) <=
-                          std::max(0.04 * c.period_samples, 1.5);
-    if (!multiple && c.score > chosen.score * 0.95) chosen = c;
-    else if (!multiple && chosen.period_samples == best.period_samples) chosen = c;
+    // 2-4 times the best peak: its harmonic (epoch jitter blurs the multiple, hence 10 %).
+    // Further out only a near-exact multiple is a harmonic; otherwise best is an iteration-level
+    // period nested inside the epoch.
+    const double tolerance = m <= 4 ? 0.10 : 0.02;
+    const bool multiple = std::abs(ratio - m) <= tolerance * m;
+    if (!multiple && (chosen.period_samples == best.period_samples || c.score > chosen.score)) chosen = c;
   }
   return chosen;
 }
@@ -694,7 +722,7 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     seg.reason = with_notes("no periodic structure: the autocorrelation has no peak");
     return seg;
   }
-  const Candidate chosen = choose_period(candidates);
+  const Candidate chosen = choose_period(an, candidates);
   const Refined ref = refine_period(an, chosen);
   if (std::getenv("EPOCHCAST_DEBUG_DETECT")) {
     for (const auto& c : candidates) fmt::print(stderr, "cand P={:.2f} score={:.3f} level={}\n", c.period_samples, c.score, c.level);
@@ -725,7 +753,7 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   const double cycles = static_cast<double>(region.size()) / period_samples;
   const double lag_fraction = std::min(0.9, period_samples / static_cast<double>(region.size()));
   const double rho = ref.score / (1.0 - lag_fraction);  // undo the biased estimator's taper
-  const double s_acf = clamp01((rho - 0.1) / 0.4);
+  const double s_acf = clamp01((rho - 0.05) / 0.3);
   const double s_reg = std::sqrt(clamp01(1.0 - fit.jitter / 0.08));
   const double s_match = clamp01(fit.inlier_fraction);
   const double s_cycles = clamp01((cycles - 2.0) / 1.0);

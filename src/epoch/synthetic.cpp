@@ -117,8 +117,10 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
   // Per-channel ranges for noise, spikes and drift.
   const std::array<double, 6> range{100, 50, 500, 15, 10, 10};
   std::array<std::vector<double>*, 6> ch{};
+  tr.channels.reserve(metrics.size());
+  for (Metric m : metrics) tr.channel(m);  // all first: channel() may reallocate the vector
   for (std::size_t m = 0; m < metrics.size(); ++m) {
-    ch[m] = &tr.channel(metrics[m]).values;
+    ch[m] = &tr.find(metrics[m])->values;
     ch[m]->clear();
     ch[m]->reserve(tr.time_s.size());
   }

@@ -1,0 +1,340 @@
+// Epoch detection: speed (Google Benchmark) and accuracy (--eval) in one program.
+//
+//   detect_bench                       speed: 24 h at 10 Hz, 6 channels (864,000 samples each)
+//   detect_bench --eval [--seeds N]    accuracy table: real traces vs truth.json, synthetic slices,
+//                                      ours vs the published detector, confidence calibration
+//   detect_bench --write-trace FILE    the 24 h trace as canonical CSV (for detect_compare.py)
+//   detect_bench --time-file FILE [--repeat N]   time detect_epochs on a file, print JSON
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "../tests/unit/epoch/truth.hpp"
+#include "epochcast/epoch/detect.hpp"
+#include "epochcast/epoch/published.hpp"
+#include "epochcast/epoch/synthetic.hpp"
+#include "epochcast/trace/read.hpp"
+
+namespace epochcast {
+namespace {
+
+// 24 hours at 10 Hz, 10-minute epochs, the six synthetic channels.
+SyntheticSpec day_spec() {
+  SyntheticSpec s;
+  s.interval_s = 0.1;
+  s.period_s = 600;
+  s.epochs = 143;
+  s.event_duty = 0.03;
+  s.idle_head_s = 60;
+  s.warmup_s = 60;
+  s.idle_tail_s = 60;
+  s.iteration_s = 0.7;
+  return s;
+}
+
+const Trace& day_trace() {
+  static const Trace trace = [] {
+    auto t = make_synthetic_trace(day_spec(), 1).trace;
+    t.time_s.resize(864000);
+    for (auto& c : t.channels) c.values.resize(864000);
+    return t;
+  }();
+  return trace;
+}
+
+void BM_Detect24h10Hz6Channels(benchmark::State& state) {
+  const Trace& trace = day_trace();
+  for (auto _ : state) {
+    auto seg = detect_epochs(trace);
+    benchmark::DoNotOptimize(seg);
+  }
+  state.counters["samples_per_s"] = benchmark::Counter(
+      static_cast<double>(trace.size() * trace.channels.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Detect24h10Hz6Channels)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_DetectRealTrace(benchmark::State& state) {
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+  const Trace trace = read_trace(dir + "vgg16_224_bs32_fp32.smi.csv");
+  for (auto _ : state) benchmark::DoNotOptimize(detect_epochs(trace));
+}
+BENCHMARK(BM_DetectRealTrace)->Unit(benchmark::kMicrosecond);
+
+void BM_PublishedRealTrace(benchmark::State& state) {
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+  const Trace trace = read_trace(dir + "vgg16_224_bs32_fp32.smi.csv");
+  for (auto _ : state) benchmark::DoNotOptimize(detect_epochs_published(trace));
+}
+BENCHMARK(BM_PublishedRealTrace)->Unit(benchmark::kMicrosecond);
+
+// ---- accuracy evaluation ----
+
+struct Slice {
+  std::string name;
+  SyntheticSpec spec;
+};
+
+std::vector<Slice> slices() {
+  std::vector<Slice> out;
+  SyntheticSpec base;  // 0.1 s sampling, 5 s epochs (50 samples), 8 epochs, 6 % validation dip of 30 %
+  base.epochs = 8;
+  out.push_back({"base", base});
+  auto add = [&](const std::string& name, auto tweak) {
+    SyntheticSpec s = base;
+    tweak(s);
+    out.push_back({name, s});
+  };
+  add("deep dip (80 %, 10 %)", [](SyntheticSpec& s) { s.event_depth = 0.8; s.event_duty = 0.10; });
+  add("subtle dip (8 %)", [](SyntheticSpec& s) { s.event_depth = 0.08; });
+  add("noisy (6 %)", [](SyntheticSpec& s) { s.noise = 0.06; });
+  add("spikes (1 %/sample)", [](SyntheticSpec& s) { s.spike_rate = 0.01; });
+  add("drift (30 %)", [](SyntheticSpec& s) { s.drift = 0.3; });
+  add("long warm-up (30 s)", [](SyntheticSpec& s) { s.warmup_s = 30; });
+  add("missing 10 %", [](SyntheticSpec& s) { s.missing_fraction = 0.10; s.missing_run = 3; });
+  add("sampling jitter 30 %", [](SyntheticSpec& s) { s.time_jitter = 0.3; });
+  add("epoch jitter 4 %", [](SyntheticSpec& s) { s.period_jitter = 0.04; });
+  add("CPU loader (start-up dip)", [](SyntheticSpec& s) { s.event_at_start = true; s.event_depth = 0.5; });
+  add("1 s sampling, 60 s epochs", [](SyntheticSpec& s) { s.interval_s = 1; s.period_s = 60; s.event_duty = 0.05; s.idle_head_s = 30; s.idle_tail_s = 20; });
+  add("8 samples/epoch (0.5 s, 4 s)", [](SyntheticSpec& s) { s.interval_s = 0.5; s.period_s = 4; s.event_duty = 0.15; });
+  add("2,000 samples/epoch", [](SyntheticSpec& s) { s.period_s = 200; s.epochs = 5; s.event_duty = 0.03; });
+  add("3 epochs", [](SyntheticSpec& s) { s.epochs = 3; });
+  add("no signature", [](SyntheticSpec& s) { s.event_depth = 0; });
+  return out;
+}
+
+struct Outcome {
+  bool found = false;
+  bool has_signature = true;
+  double confidence = 0;
+  double period_err = 1;     // relative, of the reported (or candidate) period
+  double candidate_err = 1;
+  double boundary_err_s = 1e9;
+  double period_s = 0;
+};
+
+Outcome score(const Segmentation& seg, double truth_period, const std::vector<EpochSpan>& truth_epochs,
+              bool has_signature) {
+  Outcome o;
+  o.found = seg.found;
+  o.has_signature = has_signature;
+  o.confidence = seg.confidence;
+  o.period_s = truth_period;
+  if (seg.found) o.period_err = std::abs(seg.period_s - truth_period) / truth_period;
+  const double cand = seg.found ? seg.period_s : seg.candidate_period_s;
+  if (cand > 0) o.candidate_err = std::abs(cand - truth_period) / truth_period;
+  if (seg.found) o.boundary_err_s = testing::median_boundary_error_s(truth_epochs, seg.epochs);
+  return o;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+struct Row {
+  std::string name;
+  std::size_t runs = 0, found = 0;
+  double median_err = NAN, mean_err = NAN, worst_err = NAN, boundary_s = NAN, boundary_pct = NAN;
+  double precision = NAN;          // found and within 3 %
+  double abstention_precision = NAN;  // abstained where there was no signature or the guess was wrong
+};
+
+Row summarize(const std::string& name, const std::vector<Outcome>& outs) {
+  Row r;
+  r.name = name;
+  r.runs = outs.size();
+  std::vector<double> errs, bs, bp;
+  std::size_t right = 0, abstained = 0, justified = 0;
+  for (const auto& o : outs) {
+    if (o.found) {
+      ++r.found;
+      if (o.has_signature) {
+        errs.push_back(o.period_err);
+        bs.push_back(o.boundary_err_s);
+        bp.push_back(o.boundary_err_s / o.period_s);
+      }
+      if (o.has_signature && o.period_err <= 0.03) ++right;
+    } else {
+      ++abstained;
+      if (!o.has_signature || o.candidate_err > 0.03) ++justified;
+    }
+  }
+  if (!errs.empty()) {
+    r.median_err = median_of(errs);
+    double s = 0;
+    for (double e : errs) s += e;
+    r.mean_err = s / static_cast<double>(errs.size());
+    r.worst_err = *std::max_element(errs.begin(), errs.end());
+    r.boundary_s = median_of(bs);
+    r.boundary_pct = median_of(bp);
+  }
+  if (r.found) r.precision = static_cast<double>(right) / static_cast<double>(r.found);
+  if (abstained) r.abstention_precision = static_cast<double>(justified) / static_cast<double>(abstained);
+  return r;
+}
+
+std::string pct(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", 100 * v) : "-"; }
+std::string sec(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "-"; }
+
+void print_header() {
+  fmt::print("{:<32} {:<9} {:>5} {:>6} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7}\n", "slice", "detector", "runs",
+             "found", "med err%", "mean%", "worst%", "bnd s", "bnd %P", "prec%", "abst%");
+}
+void print_row(const Row& r, const char* who) {
+  fmt::print("{:<32} {:<9} {:>5} {:>6} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7}\n", r.name, who, r.runs, r.found,
+             pct(r.median_err), pct(r.mean_err), pct(r.worst_err), sec(r.boundary_s), pct(r.boundary_pct),
+             pct(r.precision), pct(r.abstention_precision));
+}
+
+nlohmann::json row_json(const Row& r) {
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"slice", r.name}, {"runs", r.runs}, {"found", r.found}, {"median_period_err", num(r.median_err)},
+          {"mean_period_err", num(r.mean_err)}, {"worst_period_err", num(r.worst_err)},
+          {"median_boundary_err_s", num(r.boundary_s)}, {"median_boundary_err_of_period", num(r.boundary_pct)},
+          {"precision", num(r.precision)}, {"abstention_precision", num(r.abstention_precision)}};
+}
+
+int run_eval(int seeds, const std::string& json_path) {
+  nlohmann::json report;
+  print_header();
+  // (a) real traces.
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+  const char* names[] = {"effnetb0_224_bs64_ckpt_500ms", "lenet5_28_bs64_fp32", "mobilenetv2_224_bs128_noval",
+                         "resnet18_32_bs128_cpuloader", "resnet50_224_bs256_bf16", "vgg16_224_bs32_fp32"};
+  std::vector<Outcome> ours_real, pub_real;
+  for (const char* name : names) {
+    ReadOptions options;
+    options.host_path = dir + name + ".host.csv";
+    const Trace trace = read_trace(dir + name + ".smi.csv", options);
+    const auto truth = testing::load_truth(dir + name + ".truth.json", trace.first_timestamp);
+    const auto o = score(detect_epochs(trace), truth.period_s, truth.epochs, truth.validation);
+    const auto p = score(detect_epochs_published(trace), truth.period_s, truth.epochs, truth.validation);
+    ours_real.push_back(o);
+    pub_real.push_back(p);
+    const auto ro = summarize(std::string("real: ") + name, {o});
+    const auto rp = summarize(std::string("real: ") + name, {p});
+    print_row(ro, "epochcast");
+    print_row(rp, "published");
+    report["real"].push_back({{"trace", name}, {"epochcast", row_json(ro)}, {"published", row_json(rp)}});
+  }
+  // (b) synthetic slices.
+  std::vector<Outcome> all_ours, all_pub;
+  std::vector<std::pair<double, Outcome>> calibration;
+  for (const auto& slice : slices()) {
+    std::vector<Outcome> ours, pub;
+    for (int seed = 0; seed < seeds; ++seed) {
+      const auto synth = make_synthetic_trace(slice.spec, static_cast<std::uint64_t>(seed) * 7919 + 17);
+      DetectOptions all;
+      all.min_confidence = 0;  // score the confidence itself below
+      const auto seg = detect_epochs(synth.trace, all);
+      auto o = score(seg, synth.truth.period_s, synth.truth.epochs, synth.truth.has_signature);
+      calibration.emplace_back(seg.confidence, o);
+      // The default threshold decides found.
+      const bool found = seg.confidence >= DetectOptions{}.min_confidence && seg.found;
+      Segmentation thresholded = seg;
+      thresholded.found = found;
+      if (!found) thresholded.epochs.clear();
+      o = score(thresholded, synth.truth.period_s, synth.truth.epochs, synth.truth.has_signature);
+      ours.push_back(o);
+      pub.push_back(score(detect_epochs_published(synth.trace), synth.truth.period_s, synth.truth.epochs,
+                          synth.truth.has_signature));
+    }
+    const auto ro = summarize(slice.name, ours);
+    const auto rp = summarize(slice.name, pub);
+    print_row(ro, "epochcast");
+    print_row(rp, "published");
+    report["synthetic"].push_back({{"slice", slice.name}, {"epochcast", row_json(ro)}, {"published", row_json(rp)}});
+    all_ours.insert(all_ours.end(), ours.begin(), ours.end());
+    all_pub.insert(all_pub.end(), pub.begin(), pub.end());
+  }
+  const auto to = summarize("ALL synthetic", all_ours);
+  const auto tp = summarize("ALL synthetic", all_pub);
+  print_row(to, "epochcast");
+  print_row(tp, "published");
+  report["synthetic_all"] = {{"epochcast", row_json(to)}, {"published", row_json(tp)}};
+  // (c) confidence calibration: precision (period within 3 %) and coverage by threshold.
+  fmt::print("\nconfidence threshold -> precision of 'found' (period within 3 %), coverage of traces with a signature, "
+             "false finds on no-signature traces\n");
+  std::size_t with_sig = 0, without = 0;
+  for (const auto& [c, o] : calibration) (o.has_signature ? with_sig : without)++;
+  for (double th : {0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}) {
+    std::size_t found = 0, right = 0, covered = 0, false_finds = 0;
+    for (const auto& [c, o] : calibration) {
+      if (c < th || o.candidate_err >= 1) continue;
+      ++found;
+      if (o.has_signature && o.candidate_err <= 0.03) ++right, ++covered;
+      if (!o.has_signature) ++false_finds;
+    }
+    fmt::print("  >= {:.1f}: precision {:6.2f} %  coverage {:6.2f} %  false finds {}/{}\n", th,
+               found ? 100.0 * static_cast<double>(right) / static_cast<double>(found) : 0.0,
+               with_sig ? 100.0 * static_cast<double>(covered) / static_cast<double>(with_sig) : 0.0, false_finds, without);
+    report["calibration"].push_back({{"threshold", th}, {"found", found}, {"right", right}, {"false_finds", false_finds}});
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << report.dump(2) << "\n";
+  return 0;
+}
+
+int write_trace(const std::string& path) {
+  std::ofstream out(path);
+  if (!out) {
+    std::cerr << "cannot write " << path << "\n";
+    return 1;
+  }
+  write_canonical_csv(day_trace(), out);
+  return out ? 0 : 1;
+}
+
+int time_file(const std::string& path, int repeat) {
+  const Trace trace = read_trace(path);
+  std::vector<double> ms;
+  Segmentation seg;
+  for (int i = 0; i < repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    seg = detect_epochs(trace);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  nlohmann::json j{{"samples", trace.size()}, {"channels", trace.channels.size()}, {"best_ms", ms.front()},
+                   {"median_ms", ms[ms.size() / 2]}, {"period_s", seg.found ? seg.period_s : 0.0},
+                   {"confidence", seg.confidence}};
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace epochcast
+
+int main(int argc, char** argv) {
+  int seeds = 20, repeat = 7;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) seeds = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[i + 1];
+  }
+  try {
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--eval") == 0) return epochcast::run_eval(seeds, json_path);
+      if (std::strcmp(argv[i], "--write-trace") == 0 && i + 1 < argc) return epochcast::write_trace(argv[i + 1]);
+      if (std::strcmp(argv[i], "--time-file") == 0 && i + 1 < argc) return epochcast::time_file(argv[i + 1], repeat);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "detect_bench: " << e.what() << "\n";
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
