@@ -92,6 +92,15 @@ const char* to_string(NvmlQuery query) {
   return "?";
 }
 
+std::span<const char* const> nvml_entry_point_symbols() {
+  static constexpr const char* kSymbols[] = {
+#define EPOCHCAST_NVML_ENTRY(ret, symbol, fallback, need, params) #symbol,
+#include "nvml_entry_points.def"
+#undef EPOCHCAST_NVML_ENTRY
+  };
+  return kSymbols;
+}
+
 MetricValues empty_metric_values() {
   MetricValues v;
   v.fill(kNaN);

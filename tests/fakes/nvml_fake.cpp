@@ -63,7 +63,7 @@ struct FakeState {
 };
 
 std::mutex g_mutex;
-FakeState* g_state = nullptr;  // built once by the first successful nvmlInit, kept until exit
+FakeState* g_state = nullptr;  // built by the first nvmlInit, dropped by the last nvmlShutdown
 std::atomic<int> g_init_count{0};
 
 const char* env(const char* name) {
@@ -206,7 +206,10 @@ nvmlReturn_t nvmlInit_v2(void) {
 nvmlReturn_t nvmlShutdown(void) {
   std::lock_guard lock(g_mutex);
   if (g_init_count.load() <= 0) return nv::kErrorUninitialized;
-  --g_init_count;
+  if (--g_init_count == 0) {  // the next nvmlInit reads the environment again
+    delete g_state;
+    g_state = nullptr;
+  }
   return nv::kSuccess;
 }
 

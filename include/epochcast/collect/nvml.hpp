@@ -52,6 +52,9 @@ struct ReadResult {
   int nvml_code = 0;  // the nvmlReturn_t value
 };
 
+// Every NVML symbol the loader resolves (the newest name of each entry point), in list order.
+[[nodiscard]] std::span<const char* const> nvml_entry_point_symbols();
+
 class Nvml {
  public:
   // $EPOCHCAST_NVML_LIBRARY when set, else "libnvidia-ml.so.1" (the driver's soname).

@@ -1,0 +1,57 @@
+// `collect --listen`: serves the latest samples at /metrics in the Prometheus text format with
+// dcgm-exporter's metric names and labels, so an existing Prometheus can scrape the collector.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "epochcast/collect/nvml.hpp"
+#include "epochcast/trace/trace.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace epochcast {
+
+// The exposition text for these GPUs (one value set per GPU; NaN values are left out).
+// Names come from the metric table's dcgm_name; labels gpu, UUID, device, modelName, Hostname.
+[[nodiscard]] std::string render_prometheus_metrics(std::span<const GpuIdentity> gpus,
+                                                    std::span<const MetricValues> values,
+                                                    std::string_view hostname);
+
+class MetricsServer {
+ public:
+  // Binds now ("HOST:PORT", ":PORT" or "PORT"; port 0 picks a free one) and serves on its own
+  // thread. Error(kInvalidArgument) for a malformed address, Error(kIo) when it cannot bind.
+  MetricsServer(const std::string& listen_address, std::vector<GpuIdentity> gpus);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] std::string url() const;  // http://HOST:PORT/metrics
+  // The latest values of the GPU at `slot` (position in the constructor's list).
+  void update(std::size_t slot, const MetricValues& values);
+  // Marks a GPU lost: its series disappear, as with dcgm-exporter.
+  void remove(std::size_t slot);
+  [[nodiscard]] std::string render() const;
+
+ private:
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::string host_;
+  int port_ = 0;
+  std::string hostname_;
+  mutable std::mutex mutex_;
+  std::vector<GpuIdentity> gpus_;
+  std::vector<MetricValues> values_;
+  std::vector<bool> present_;
+};
+
+}  // namespace epochcast

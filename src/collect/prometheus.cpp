@@ -1,0 +1,332 @@
+#include "epochcast/collect/prometheus.hpp"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <ctime>
+#include <fmt/format.h>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "epochcast/core/error.hpp"
+#include "epochcast/core/metric.hpp"
+#include "epochcast/trace/read.hpp"
+
+namespace epochcast {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct ServerUrl {
+  std::string scheme_host_port;  // for httplib::Client
+  std::string path_prefix;       // "" or "/prometheus"
+};
+
+ServerUrl split_url(const std::string& url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos || (url.compare(0, scheme_end, "http") != 0 && url.compare(0, scheme_end, "https") != 0))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Prometheus URL '{}': expected http://HOST:PORT or https://HOST:PORT", url));
+  const auto path_start = url.find('/', scheme_end + 3);
+  ServerUrl out;
+  out.scheme_host_port = url.substr(0, path_start);
+  if (path_start != std::string::npos) out.path_prefix = url.substr(path_start);
+  while (!out.path_prefix.empty() && out.path_prefix.back() == '/') out.path_prefix.pop_back();
+  if (out.scheme_host_port.size() <= scheme_end + 3)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("Prometheus URL '{}' has no host", url));
+  return out;
+}
+
+double parse_number(std::string_view text, bool& ok) {
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  ok = ec == std::errc() && ptr == text.data() + text.size();
+  return v;
+}
+
+double parse_value(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) throw Error(ErrorCode::kRemote, "sample value is neither a string nor a number");
+  const auto& s = v.get_ref<const std::string&>();
+  bool ok = false;
+  const double d = parse_number(s, ok);
+  return ok && std::isfinite(d) ? d : kNaN;  // "NaN", "+Inf", "-Inf", "" -> missing
+}
+
+// "tag=EXPR" names the channel; a plain PromQL expression has none. An '=' inside the
+// expression (label matchers) is not a tag prefix: the tag must be a canonical metric tag.
+std::pair<std::optional<Metric>, std::string> split_named_query(const std::string& q) {
+  const auto eq = q.find('=');
+  if (eq != std::string::npos && eq > 0)
+    if (auto m = metric_by_tag(q.substr(0, eq))) return {m, q.substr(eq + 1)};
+  return {std::nullopt, q};
+}
+
+std::string gpu_key(const std::map<std::string, std::string>& labels) {
+  auto get = [&](const char* k) {
+    const auto it = labels.find(k);
+    return it == labels.end() ? std::string() : it->second;
+  };
+  return get("Hostname") + "\x1f" + get("gpu") + "\x1f" + get("UUID");
+}
+
+int gpu_index_of(const std::map<std::string, std::string>& labels) {
+  const auto it = labels.find("gpu");
+  if (it == labels.end()) return -1;
+  int v = -1;
+  std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  return v;
+}
+
+std::string label(const std::map<std::string, std::string>& labels, const char* key) {
+  const auto it = labels.find(key);
+  return it == labels.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+std::vector<PrometheusSeries> parse_query_range_response(std::string_view body, const std::string& url) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} returned malformed JSON ({}); first bytes: '{}'", url,
+                                                e.what(), body.substr(0, std::min<std::size_t>(body.size(), 80))));
+  }
+  try {
+    if (!doc.is_object() || !doc.contains("status"))
+      throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} answered JSON without a status", url));
+    if (doc.at("status") != "success")
+      throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} answered {} ({}): {}", url, doc.at("status").dump(),
+                                                  doc.value("errorType", std::string("no errorType")),
+                                                  doc.value("error", std::string("no error text"))));
+    const auto& data = doc.at("data");
+    if (data.at("resultType") != "matrix")
+      throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} answered a {} result, expected a matrix (range query)",
+                                                  url, data.at("resultType").dump()));
+    std::vector<PrometheusSeries> out;
+    for (const auto& s : data.at("result")) {
+      PrometheusSeries series;
+      for (const auto& [k, v] : s.at("metric").items()) series.labels[k] = v.get<std::string>();
+      const auto& values = s.at("values");
+      series.points.reserve(values.size());
+      for (const auto& p : values) {
+        if (!p.is_array() || p.size() != 2) throw Error(ErrorCode::kRemote, "a sample is not a [time, value] pair");
+        series.points.emplace_back(p[0].get<double>(), parse_value(p[1]));
+      }
+      out.push_back(std::move(series));
+    }
+    return out;
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kRemote && e.detail().find(url) != std::string::npos) throw;
+    throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} returned an unexpected answer: {}", url, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} returned an unexpected answer: {}", url, e.what()));
+  }
+}
+
+std::string prometheus_selector_for_uuid(const std::string& uuid) {
+  std::string names;
+  for (const MetricInfo& row : metric_table())
+    if (!row.dcgm_name.empty() && !row.host) names += (names.empty() ? "" : "|") + std::string(row.dcgm_name);
+  std::string escaped;
+  for (char c : uuid) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return fmt::format("{{__name__=~\"{}\",UUID=\"{}\"}}", names, escaped);
+}
+
+double parse_prometheus_duration_s(std::string_view text) {
+  std::size_t unit_at = text.size();
+  while (unit_at > 0 && std::isalpha(static_cast<unsigned char>(text[unit_at - 1]))) --unit_at;
+  bool ok = false;
+  const double v = parse_number(text.substr(0, unit_at), ok);
+  const std::string_view unit = text.substr(unit_at);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "ms") scale = 1e-3;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else if (unit == "d") scale = 86400;
+  if (!ok || scale == 0 || !std::isfinite(v) || v < 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("duration '{}': expected a number with an optional unit ms, s, m, h or d", text));
+  return v * scale;
+}
+
+double parse_prometheus_time(std::string_view text, double now_unix_s) {
+  if (text == "now") return now_unix_s;
+  if (text.starts_with("now-")) return now_unix_s - parse_prometheus_duration_s(text.substr(4));
+  bool ok = false;
+  if (const double v = parse_number(text, ok); ok && std::isfinite(v)) return v;
+  // RFC 3339 in UTC: YYYY-MM-DDTHH:MM:SS[.fff]Z
+  std::tm tm{};
+  int consumed = 0;
+  const std::string s(text);
+  double seconds = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &seconds, &consumed) == 6 &&
+      static_cast<std::size_t>(consumed) + 1 == s.size() && (s.back() == 'Z' || s.back() == 'z')) {
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    tm.tm_sec = 0;
+    const std::time_t base = timegm(&tm);
+    if (base != -1) return static_cast<double>(base) + seconds;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("time '{}': expected Unix seconds, RFC 3339 UTC (2026-11-30T15:00:00Z), now or now-15m", text));
+}
+
+Trace fetch_prometheus_trace(const PrometheusQuery& q) {
+  if (q.queries.empty() && q.uuid.empty())
+    throw Error(ErrorCode::kInvalidArgument, "Prometheus source: give --query PROMQL or --uuid GPU-UUID");
+  if (!(q.step_s > 0) || !std::isfinite(q.start_unix_s) || !std::isfinite(q.end_unix_s) || q.end_unix_s <= q.start_unix_s)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Prometheus range: need start < end and step > 0 (start {}, end {}, step {})",
+                            q.start_unix_s, q.end_unix_s, q.step_s));
+  const ServerUrl server = split_url(q.url);
+  const std::size_t chunk_points = std::clamp<std::size_t>(q.max_points_per_request, 2, kPrometheusMaxPoints - 1);
+  const auto total_points = static_cast<std::size_t>(std::floor((q.end_unix_s - q.start_unix_s) / q.step_s + 1e-9)) + 1;
+  const std::size_t chunks = (total_points + chunk_points - 1) / chunk_points;
+
+  std::vector<std::pair<std::optional<Metric>, std::string>> queries;
+  if (!q.uuid.empty()) queries.emplace_back(std::nullopt, prometheus_selector_for_uuid(q.uuid));
+  for (const auto& text : q.queries) queries.push_back(split_named_query(text));
+
+  httplib::Client client(server.scheme_host_port);
+  const auto timeout_s = std::chrono::duration_cast<std::chrono::seconds>(q.timeout).count();
+  const auto timeout_us = std::chrono::duration_cast<std::chrono::microseconds>(q.timeout).count() % 1000000;
+  client.set_connection_timeout(timeout_s, timeout_us);
+  client.set_read_timeout(timeout_s, timeout_us);
+  const std::string endpoint = server.path_prefix + "/api/v1/query_range";
+
+  // (gpu key) -> (metric -> values on the grid); identities from the labels.
+  struct GpuSeries {
+    GpuIdentity identity;
+    std::map<Metric, std::vector<double>> channels;
+  };
+  std::map<std::string, GpuSeries> by_gpu;
+  std::vector<std::string> warnings;
+  std::size_t requests_done = 0;
+  const std::size_t requests_total = chunks * queries.size();
+
+  for (const auto& [named, expr] : queries) {
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const double chunk_start = q.start_unix_s + static_cast<double>(c * chunk_points) * q.step_s;
+      const double chunk_end = std::min(q.end_unix_s, chunk_start + static_cast<double>(chunk_points - 1) * q.step_s);
+      const httplib::Params params{{"query", expr},
+                                   {"start", fmt::format("{:.3f}", chunk_start)},
+                                   {"end", fmt::format("{:.3f}", chunk_end)},
+                                   {"step", fmt::format("{}", q.step_s)}};
+      const std::string where = q.url + endpoint.substr(server.path_prefix.size());
+      auto res = client.Get(endpoint, params, httplib::Headers{});
+      if (!res) {
+        const auto err = res.error();
+        if (err == httplib::Error::Read)
+          throw Error(ErrorCode::kIo, fmt::format("Prometheus {}: no answer within {} s (timed out or connection dropped)",
+                                                  where, q.timeout.count() / 1000.0));
+        throw Error(ErrorCode::kIo, fmt::format("Prometheus {}: cannot reach the server ({}) — is it running?", where,
+                                                httplib::to_string(err)));
+      }
+      if (res->status != 200) {
+        std::string detail = fmt::format("HTTP {}", res->status);
+        try {
+          const auto doc = nlohmann::json::parse(res->body);
+          detail += fmt::format(" ({}): {}", doc.value("errorType", std::string("?")), doc.value("error", std::string("?")));
+        } catch (const nlohmann::json::exception&) {
+          detail += fmt::format(": {}", res->body.substr(0, 200));
+        }
+        throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} refused query '{}': {}", where, expr, detail));
+      }
+      for (auto& series : parse_query_range_response(res->body, where)) {
+        std::optional<Metric> metric = named;
+        if (!metric) {
+          const std::string name = label(series.labels, "__name__");
+          if (name.empty())
+            throw Error(ErrorCode::kUnsupported,
+                        fmt::format("query '{}' returns series without a metric name; name the channel: TAG=EXPR "
+                                    "(e.g. power_w={})",
+                                    expr, expr));
+          metric = metric_by_dcgm_name(name);
+          if (!metric) metric = metric_by_tag(name);
+          if (!metric) {
+            const std::string w = fmt::format("series {} is not in the metric table; ignored", name);
+            if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+            continue;
+          }
+        }
+        GpuSeries& gpu = by_gpu[gpu_key(series.labels)];
+        if (gpu.identity.index < 0 && gpu.identity.uuid.empty()) {
+          gpu.identity.index = gpu_index_of(series.labels);
+          gpu.identity.uuid = label(series.labels, "UUID");
+          gpu.identity.name = label(series.labels, "modelName");
+        }
+        auto& values = gpu.channels[*metric];
+        if (values.empty()) values.assign(total_points, kNaN);
+        for (const auto& [t, v] : series.points) {
+          const double k = std::round((t - q.start_unix_s) / q.step_s);
+          if (k >= 0 && k < static_cast<double>(total_points)) values[static_cast<std::size_t>(k)] = v;
+        }
+      }
+      ++requests_done;
+      if (q.on_progress) q.on_progress(requests_done, requests_total);
+    }
+  }
+  if (by_gpu.empty())
+    throw Error(ErrorCode::kNotFound, fmt::format("Prometheus {}: no series matched {} between {} and {}", q.url,
+                                                  q.uuid.empty() ? fmt::format("'{}'", fmt::join(q.queries, "', '"))
+                                                                 : "UUID " + q.uuid,
+                                                  q.start_unix_s, q.end_unix_s));
+
+  // The GPU with the lowest index (then the first key) is the trace's GPU.
+  auto chosen = by_gpu.begin();
+  for (auto it = by_gpu.begin(); it != by_gpu.end(); ++it)
+    if (it->second.identity.index >= 0 &&
+        (chosen->second.identity.index < 0 || it->second.identity.index < chosen->second.identity.index))
+      chosen = it;
+
+  Trace trace;
+  trace.source = q.url;
+  trace.format = "prometheus";
+  trace.gpu = chosen->second.identity;
+  for (const auto& [key, g] : by_gpu) trace.gpus_in_source.push_back(g.identity);
+  if (by_gpu.size() > 1)
+    warnings.push_back(fmt::format("the series cover {} GPUs; using gpu={} UUID={} (narrow with --uuid)", by_gpu.size(),
+                                   trace.gpu.index, trace.gpu.uuid));
+
+  // Keep the grid points where at least one channel has a value.
+  const auto& channels = chosen->second.channels;
+  std::vector<std::size_t> kept;
+  for (std::size_t k = 0; k < total_points; ++k)
+    for (const auto& [m, values] : channels)
+      if (!std::isnan(values[k])) {
+        kept.push_back(k);
+        break;
+      }
+  if (kept.empty())
+    throw Error(ErrorCode::kNotFound, fmt::format("Prometheus {}: the matched series hold only NaN in the range", q.url));
+  const double first_s = q.start_unix_s + static_cast<double>(kept.front()) * q.step_s;
+  trace.start_unix_s = first_s;
+  trace.first_timestamp = format_iso8601_utc(first_s);
+  trace.time_s.reserve(kept.size());
+  for (std::size_t k : kept) trace.time_s.push_back(static_cast<double>(k - kept.front()) * q.step_s);
+  for (const auto& [m, values] : channels) {
+    Channel& ch = trace.channel(m);
+    for (std::size_t i = 0; i < kept.size(); ++i) ch.values[i] = values[kept[i]];
+  }
+  // Channels in metric-table order, as the other readers give them.
+  std::sort(trace.channels.begin(), trace.channels.end(),
+            [](const Channel& a, const Channel& b) { return a.metric < b.metric; });
+  trace.diagnostics.rows_read = kept.size();
+  for (std::size_t i = 1; i < kept.size(); ++i)
+    if (kept[i] - kept[i - 1] > 3) ++trace.diagnostics.gaps;
+  trace.diagnostics.warnings = std::move(warnings);
+  return trace;
+}
+
+}  // namespace epochcast

@@ -1,0 +1,254 @@
+// The Prometheus client against an in-process HTTP server that plays the query_range API,
+// so that faults (error bodies, garbage, slowness) can be injected. The real Prometheus
+// server is exercised in tests/integration/prometheus_collect_test.cpp.
+#include "epochcast/collect/prometheus.hpp"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+
+#include "epochcast/core/error.hpp"
+
+namespace epochcast {
+namespace {
+
+class FakeApi {
+ public:
+  explicit FakeApi(std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+    server_.Get("/api/v1/query_range", [this, handler](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard lock(mutex_);
+        requests_.push_back(req.params);
+      }
+      handler(req, res);
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeApi() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<httplib::Params> requests() {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<httplib::Params> requests_;
+};
+
+std::string param(const httplib::Params& p, const char* key) {
+  const auto it = p.find(key);
+  return it == p.end() ? "" : it->second;
+}
+
+// Answers every point of the requested grid: power = t mod 100, util "NaN" at t mod 10 == 0.
+void grid_answer(const httplib::Request& req, httplib::Response& res) {
+  const double start = std::stod(req.get_param_value("start"));
+  const double end = std::stod(req.get_param_value("end"));
+  const double step = std::stod(req.get_param_value("step"));
+  std::string power, util;
+  for (double t = start; t <= end + 1e-9; t += step) {
+    const auto ti = static_cast<long long>(std::llround(t));
+    power += (power.empty() ? "" : ",") + fmt::format("[{},\"{}\"]", ti, ti % 100);
+    util += (util.empty() ? "" : ",") + fmt::format("[{},\"{}\"]", ti, ti % 10 == 0 ? "NaN" : "50");
+  }
+  const std::string labels = R"("gpu":"0","UUID":"GPU-abc","modelName":"NVIDIA H200","Hostname":"n1")";
+  res.set_content(fmt::format(R"({{"status":"success","data":{{"resultType":"matrix","result":[)"
+                              R"({{"metric":{{"__name__":"DCGM_FI_DEV_POWER_USAGE",{}}},"values":[{}]}},)"
+                              R"({{"metric":{{"__name__":"DCGM_FI_DEV_GPU_UTIL",{}}},"values":[{}]}}]}}}})",
+                              labels, power, labels, util),
+                  "application/json");
+}
+
+TEST(Prometheus, LongRangesAreChunkedUnderThePointLimit) {
+  FakeApi api(grid_answer);
+  PrometheusQuery q;
+  q.url = api.url();
+  q.uuid = "GPU-abc";
+  q.start_unix_s = 1'000'000;
+  q.end_unix_s = 1'000'000 + 24 * 3600;  // a day at 1 s: 86,401 points
+  q.step_s = 1;
+  std::size_t progress_calls = 0;
+  q.on_progress = [&](std::size_t done, std::size_t total) {
+    ++progress_calls;
+    EXPECT_LE(done, total);
+  };
+  const Trace t = fetch_prometheus_trace(q);
+  const auto requests = api.requests();
+  ASSERT_EQ(requests.size(), 9u);  // ceil(86401 / 10000)
+  EXPECT_EQ(progress_calls, 9u);
+  double expected_start = q.start_unix_s;
+  for (const auto& r : requests) {
+    const double s = std::stod(param(r, "start")), e = std::stod(param(r, "end"));
+    EXPECT_DOUBLE_EQ(s, expected_start) << "chunks must tile the range without gap or overlap";
+    EXPECT_LT((e - s) / 1 + 1, kPrometheusMaxPoints);
+    expected_start = e + 1;
+    EXPECT_NE(param(r, "query").find("UUID=\"GPU-abc\""), std::string::npos);
+    EXPECT_NE(param(r, "query").find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos);
+  }
+  EXPECT_DOUBLE_EQ(expected_start, q.end_unix_s + 1);
+  ASSERT_EQ(t.size(), 86401u);
+  EXPECT_EQ(t.format, "prometheus");
+  EXPECT_EQ(t.gpu.uuid, "GPU-abc");
+  EXPECT_EQ(t.gpu.name, "NVIDIA H200");
+  EXPECT_DOUBLE_EQ(t.start_unix_s, 1'000'000);
+  EXPECT_DOUBLE_EQ(t.time_s[12345], 12345);
+  EXPECT_DOUBLE_EQ(t.find(Metric::kPower)->values[12345], (1'000'000 + 12345) % 100);
+  EXPECT_TRUE(std::isnan(t.find(Metric::kGpuUtil)->values[10]));  // "NaN" -> missing
+  EXPECT_EQ(t.find(Metric::kGpuUtil)->values[11], 50);
+}
+
+TEST(Prometheus, NamedExpressionsAndUnnamedOnes) {
+  FakeApi api([](const httplib::Request& req, httplib::Response& res) {
+    const double start = std::stod(req.get_param_value("start"));
+    res.set_content(fmt::format(R"({{"status":"success","data":{{"resultType":"matrix","result":[)"
+                                R"({{"metric":{{"gpu":"0"}},"values":[[{},"7"]]}}]}}}})",
+                                start),
+                    "application/json");
+  });
+  PrometheusQuery q{.url = api.url(), .queries = {"power_w=avg(DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"})"},
+                    .start_unix_s = 100, .end_unix_s = 110};
+  const Trace t = fetch_prometheus_trace(q);
+  ASSERT_NE(t.find(Metric::kPower), nullptr);
+  EXPECT_EQ(t.find(Metric::kPower)->values[0], 7);
+  EXPECT_EQ(param(api.requests()[0], "query"), "avg(DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"})");
+
+  q.queries = {"avg(DCGM_FI_DEV_POWER_USAGE)"};
+  try {
+    (void)fetch_prometheus_trace(q);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("TAG=EXPR"), std::string::npos) << e.what();
+  }
+}
+
+PrometheusQuery simple(const std::string& url) {
+  return PrometheusQuery{.url = url, .queries = {"DCGM_FI_DEV_GPU_UTIL"}, .start_unix_s = 100, .end_unix_s = 200,
+                         .timeout = std::chrono::milliseconds(500)};
+}
+
+void expect_error(const PrometheusQuery& q, ErrorCode code, const std::string& needle) {
+  try {
+    (void)fetch_prometheus_trace(q);
+    FAIL() << "expected an error containing '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(q.url), std::string::npos) << "the error must name the URL: " << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Prometheus, ServerDownNamesTheUrl) {
+  // A port that was free a moment ago and on which nothing listens.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  expect_error(simple("http://127.0.0.1:" + std::to_string(port)), ErrorCode::kIo, "cannot reach");
+}
+
+TEST(Prometheus, ErrorBodyIsReported) {
+  FakeApi api([](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content(R"({"status":"error","errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points"})",
+                    "application/json");
+  });
+  expect_error(simple(api.url()), ErrorCode::kRemote, "exceeded maximum resolution");
+}
+
+TEST(Prometheus, MalformedJsonIsReported) {
+  FakeApi api([](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":)", "application/json");
+  });
+  expect_error(simple(api.url()), ErrorCode::kRemote, "malformed JSON");
+}
+
+TEST(Prometheus, SlowServerTimesOut) {
+  std::atomic<bool> release{false};
+  FakeApi api([&](const httplib::Request&, httplib::Response& res) {
+    for (int i = 0; i < 300 && !release; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    res.set_content("{}", "application/json");
+  });
+  const auto started = std::chrono::steady_clock::now();
+  expect_error(simple(api.url()), ErrorCode::kIo, "no answer within 0.5 s");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  release = true;
+}
+
+TEST(Prometheus, NoMatchingSeriesIsNotFound) {
+  FakeApi api([](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"success","data":{"resultType":"matrix","result":[]}})", "application/json");
+  });
+  expect_error(simple(api.url()), ErrorCode::kNotFound, "no series matched");
+}
+
+TEST(Prometheus, ParsesValuesAndRefusesOtherShapes) {
+  const auto series = parse_query_range_response(
+      R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"x"},"values":[[1.5,"NaN"],[2.5,"+Inf"],[3.5,"4.25"]]}]}})",
+      "http://p");
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].labels.at("__name__"), "x");
+  EXPECT_TRUE(std::isnan(series[0].points[0].second));
+  EXPECT_TRUE(std::isnan(series[0].points[1].second));
+  EXPECT_DOUBLE_EQ(series[0].points[2].first, 3.5);
+  EXPECT_DOUBLE_EQ(series[0].points[2].second, 4.25);
+  EXPECT_THROW((void)parse_query_range_response(R"({"status":"success","data":{"resultType":"vector","result":[]}})", "u"),
+               Error);
+  EXPECT_THROW((void)parse_query_range_response(R"([1,2])", "u"), Error);
+}
+
+TEST(Prometheus, BadArgumentsAreRefusedBeforeAnyRequest) {
+  PrometheusQuery q = simple("ftp://x");
+  EXPECT_THROW((void)fetch_prometheus_trace(q), Error);
+  q = simple("http://127.0.0.1:1");
+  q.end_unix_s = q.start_unix_s;
+  try {
+    (void)fetch_prometheus_trace(q);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  }
+  q = simple("http://127.0.0.1:1");
+  q.queries.clear();
+  EXPECT_THROW((void)fetch_prometheus_trace(q), Error);
+}
+
+TEST(Prometheus, TimesAndDurations) {
+  EXPECT_DOUBLE_EQ(parse_prometheus_time("1764515000.5", 0), 1764515000.5);
+  EXPECT_DOUBLE_EQ(parse_prometheus_time("now", 5000), 5000);
+  EXPECT_DOUBLE_EQ(parse_prometheus_time("now-15m", 5000), 4100);
+  EXPECT_DOUBLE_EQ(parse_prometheus_time("1970-01-02T00:00:01.25Z", 0), 86401.25);
+  EXPECT_DOUBLE_EQ(parse_prometheus_time("2026-11-30T15:00:00Z", 0), 1796050800);
+  EXPECT_THROW((void)parse_prometheus_time("yesterday", 0), Error);
+  EXPECT_THROW((void)parse_prometheus_time("2026-11-30T15:00:00", 0), Error);
+  EXPECT_DOUBLE_EQ(parse_prometheus_duration_s("500ms"), 0.5);
+  EXPECT_DOUBLE_EQ(parse_prometheus_duration_s("2"), 2);
+  EXPECT_DOUBLE_EQ(parse_prometheus_duration_s("1m"), 60);
+  EXPECT_THROW((void)parse_prometheus_duration_s("fast"), Error);
+}
+
+}  // namespace
+}  // namespace epochcast

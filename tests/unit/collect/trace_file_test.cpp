@@ -1,0 +1,113 @@
+#include "epochcast/collect/trace_file.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "epochcast/core/error.hpp"
+#include "epochcast/trace/read.hpp"
+
+namespace epochcast {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_file(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("epochcast-collect-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+MetricValues values(double util, double power) {
+  MetricValues v = empty_metric_values();
+  v[static_cast<std::size_t>(Metric::kGpuUtil)] = util;
+  v[static_cast<std::size_t>(Metric::kPower)] = power;
+  return v;
+}
+
+const GpuIdentity kGpu{0, "NVIDIA H200", "GPU-5f0c0000-0000-0000-0000-000000000001"};
+
+TEST(TraceFileWriter, RowsReadBackThroughTheCanonicalReader) {
+  const fs::path path = temp_file("roundtrip.csv");
+  {
+    TraceFileWriter writer(path, {Metric::kGpuUtil, Metric::kPower}, kGpu);
+    for (int i = 0; i < 50; ++i)
+      writer.append(1764515000.0 + i * 0.1, kGpu, values(i % 7 == 0 ? NAN : i, 100 + i * 0.25));
+    writer.close();
+    EXPECT_EQ(writer.rows(), 50u);
+  }
+  const Trace t = read_trace(path.string());
+  ASSERT_EQ(t.size(), 50u);
+  EXPECT_EQ(t.gpu.uuid, kGpu.uuid);
+  EXPECT_EQ(t.gpu.name, kGpu.name);
+  EXPECT_NEAR(t.time_s[49], 4.9, 1e-3);
+  EXPECT_NEAR(t.find(Metric::kPower)->values[10], 102.5, 1e-9);
+  EXPECT_TRUE(std::isnan(t.find(Metric::kGpuUtil)->values[7]));  // NaN -> empty cell -> missing
+  EXPECT_EQ(t.find(Metric::kGpuUtil)->values[8], 8);
+}
+
+TEST(TraceFileWriter, RowsReachTheFileWithinTheFlushInterval) {
+  const fs::path path = temp_file("flush.csv");
+  TraceFileWriter writer(path, {Metric::kGpuUtil, Metric::kPower}, kGpu, std::chrono::milliseconds(50));
+  const auto header_bytes = fs::file_size(path);
+  EXPECT_GT(header_bytes, 0u) << "the header is on disk at once";
+  writer.append(1764515000.0, kGpu, values(1, 2));
+  EXPECT_EQ(fs::file_size(path), header_bytes) << "buffered until the interval passes";
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  writer.append(1764515000.1, kGpu, values(3, 4));
+  EXPECT_GT(fs::file_size(path), header_bytes);
+  // What a kill -9 would leave now is a complete, readable trace.
+  const Trace t = read_trace(path.string());
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_FALSE(t.diagnostics.truncated_last_line);
+  writer.close();
+}
+
+TEST(TraceFileWriter, DiskFullIsAClearIoError) {
+  try {
+    TraceFileWriter writer("/dev/full", {Metric::kGpuUtil}, kGpu);
+    FAIL() << "writing to a full device must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("disk full"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TraceFileWriter, UncreatableFileNamesThePath) {
+  try {
+    TraceFileWriter writer("/nonexistent-dir/trace.csv", {Metric::kGpuUtil}, kGpu);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/trace.csv"), std::string::npos);
+  }
+}
+
+TEST(TraceFileWriter, CommentsStayInOrderAndDoNotBreakReading) {
+  const fs::path path = temp_file("comments.csv");
+  {
+    TraceFileWriter writer(path, {Metric::kGpuUtil, Metric::kPower}, kGpu);
+    writer.append(1764515000.0, kGpu, values(1, 2));
+    writer.comment("error: GPU 0 lost at 0.1 s\nsecond line");
+    writer.close();
+  }
+  const std::string text = slurp(path);
+  EXPECT_NE(text.find("# error: GPU 0 lost at 0.1 s second line\n"), std::string::npos) << text;
+  EXPECT_EQ(read_trace(path.string()).size(), 1u);
+}
+
+}  // namespace
+}  // namespace epochcast
