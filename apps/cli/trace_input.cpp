@@ -1,6 +1,11 @@
 #include "trace_input.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
 
 #include "epochcast/core/error.hpp"
 
@@ -15,6 +20,7 @@ void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
   cmd->add_flag("--lenient", opts.lenient, "skip malformed rows (counted and reported) instead of failing");
   cmd->add_option("--fields", opts.fields,
                   "nvidia-smi --query-gpu field list of a csv,noheader log, e.g. timestamp,index,utilization.gpu");
+  cmd->add_flag("--progress", opts.progress, "show reading progress on stderr (default: only on a terminal)");
   cmd->add_option("--interval", opts.interval_s,
                   "sampling interval in seconds for logs without timestamps (dcgmi dmon; default: its -d, else 1)");
 }
@@ -42,8 +48,48 @@ ReadOptions to_read_options(const TraceInputOptions& opts) {
   return r;
 }
 
+namespace {
+
+// "\rreading FILE: 42% (512 MB of 1.2 GB)" on stderr, at most 4 times a second, and only once a
+// read has taken half a second (small traces print nothing).
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string path) : path_(std::move(path)), start_(Clock::now()), last_(start_) {}
+  ~ProgressLine() {
+    if (shown_) std::fputs("\r\033[K", stderr);
+  }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  void operator()(std::uint64_t done, std::uint64_t total) {
+    const auto now = Clock::now();
+    if (now - start_ < std::chrono::milliseconds(500) || now - last_ < std::chrono::milliseconds(250)) return;
+    last_ = now;
+    shown_ = true;
+    if (total > 0)
+      fmt::print(stderr, "\rreading {}: {:3.0f}% ({:.0f} of {:.0f} MB)", path_, 100.0 * static_cast<double>(done) / static_cast<double>(total),
+                 static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6);
+    else
+      fmt::print(stderr, "\rreading {}: {:.0f} MB", path_, static_cast<double>(done) / 1e6);
+    std::fflush(stderr);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string path_;
+  Clock::time_point start_, last_;
+  bool shown_ = false;
+};
+
+}  // namespace
+
 Trace load_trace(const std::string& path, const TraceInputOptions& opts) {
-  return read_trace(path, to_read_options(opts));
+  ReadOptions read = to_read_options(opts);
+  std::unique_ptr<ProgressLine> progress;
+  if (opts.progress || ::isatty(2)) {
+    progress = std::make_unique<ProgressLine>(path);
+    read.progress = [p = progress.get()](std::uint64_t done, std::uint64_t total) { (*p)(done, total); };
+  }
+  return read_trace(path, read);
 }
 
 }  // namespace epochcast::cli

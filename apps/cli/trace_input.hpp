@@ -16,6 +16,7 @@ struct TraceInputOptions {
   bool lenient = false;
   std::string fields;           // nvidia-smi field list for csv,noheader logs, comma-separated
   double interval_s = 0;        // 0: from the log (dcgmi -d) or 1 s
+  bool progress = false;        // show reading progress on stderr even when it is not a terminal
 };
 
 // Registers the options on `cmd`, storing into `opts` (which must outlive parsing).

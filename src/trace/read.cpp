@@ -130,8 +130,11 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
     throw Error(ErrorCode::kIo, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   FileDescriptor fd(raw_fd);
   TraceParser parser(path == "-" ? "<stdin>" : path, options, host);
-  if (struct stat st {}; ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode))
+  std::uint64_t total = 0, done = 0;
+  if (struct stat st {}; ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
+    total = static_cast<std::uint64_t>(st.st_size);
     parser.set_size_hint(static_cast<std::size_t>(st.st_size));
+  }
   std::unique_ptr<char[]> buffer(new char[kChunkBytes]);
   std::string partial;
   while (true) {
@@ -142,6 +145,8 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
     }
     if (n == 0) break;
     feed_lines(parser, partial, buffer.get(), buffer.get() + n);
+    done += static_cast<std::uint64_t>(n);
+    if (options.progress) options.progress(done, total);
   }
   if (!partial.empty()) parser.line(partial, false);
   return parser.finish();

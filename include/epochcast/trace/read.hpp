@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -35,6 +37,9 @@ struct ReadOptions {
   // Sampling interval for sources without timestamps (plain dcgmi dmon); default: the `-d`
   // value in a comment of the log, else 1 s (with a warning).
   std::optional<double> interval_s;
+  // Called after each chunk read from a file (bytes so far, file size or 0 when unknown), so a
+  // front end can show progress on long reads. Not called by read_trace_from_string.
+  std::function<void(std::uint64_t done_bytes, std::uint64_t total_bytes)> progress;
 };
 
 // Reads a whole trace, streaming the file through a fixed buffer. "-" reads stdin.
