@@ -1,13 +1,116 @@
-// Placeholder until the eval command lands; replaced by its owner.
+// epochcast eval [--data CSV] [--test CSV] [--protocol kfold|lomo|logo] [--json]
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/model/evaluate.hpp"
 
 namespace epochcast::cli {
 
+namespace {
+
+nlohmann::json scores_json(const ErrorScores& s) {
+  return {{"pairs", s.pairs},
+          {"mape_pct", s.mape_pct},
+          {"median_ape_pct", s.median_ape_pct},
+          {"p90_ape_pct", s.p90_ape_pct},
+          {"max_ape_pct", s.max_ape_pct},
+          {"per_target_gpu", s.per_target_gpu_mape_pct}};
+}
+
+void print_table(const EvalReport& r) {
+  std::vector<std::string> gpus;
+  for (const auto& [g, _] : r.stack.per_target_gpu_mape_pct) gpus.push_back(g);
+  fmt::print("protocol {}: {} held-out pairs, {} fits ({:.1f} s fitting)\n", to_string(r.protocol), r.pairs,
+             r.fits, r.fit_seconds);
+  fmt::print("{:<12} {:>7} {:>7} {:>7}", "learner", "MAPE%", "median", "p90");
+  for (const auto& g : gpus) fmt::print(" {:>10}", g);
+  fmt::print("\n");
+  auto row = [&](const std::string& name, const ErrorScores& s) {
+    fmt::print("{:<12} {:>7.2f} {:>7.2f} {:>7.2f}", name, s.mape_pct, s.median_ape_pct, s.p90_ape_pct);
+    for (const auto& g : gpus) {
+      auto it = s.per_target_gpu_mape_pct.find(g);
+      fmt::print(" {:>10.2f}", it == s.per_target_gpu_mape_pct.end() ? 0.0 : it->second);
+    }
+    fmt::print("\n");
+  };
+  for (const auto& [name, s] : r.per_learner) row(name, s);
+  row("stack", r.stack);
+  fmt::print("{:.0f} % interval: coverage {:.1f} %, median width {:.1f} % of the prediction\n",
+             r.interval_level * 100, r.interval_coverage_pct, r.interval_median_width_pct);
+}
+
+}  // namespace
+
 void add_eval_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw Error(ErrorCode::kUnsupported, "'eval' is not built yet"); });
+  struct Options {
+    std::string data, test, catalog, protocol = "lomo";
+    std::uint64_t seed = 42;
+    bool json = false, progress = false, lenient = false, memory_features = false;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("eval", "Cross-validate the stacked model (MAPE per learner and target GPU)");
+  cmd->add_option("--data", opt->data, "dataset CSV (default: the bundled dataset)");
+  cmd->add_option("--test", opt->test, "fit on --data, score the pairs formed within this CSV");
+  cmd->add_option("--catalog", opt->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
+  cmd->add_option("--protocol", opt->protocol,
+                  "kfold (5 folds grouped by workload), lomo (leave one CNN model out), "
+                  "logo (leave one GPU type out)")
+      ->check(CLI::IsMember({"kfold", "lomo", "logo"}));
+  cmd->add_option("--seed", opt->seed, "random seed");
+  cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
+  cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
+  cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
+  cmd->add_flag("--json", opt->json, "print one JSON object");
+  cmd->callback([opt] {
+    const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
+    DatasetOptions dopt;
+    dopt.lenient = opt->lenient;
+    const Dataset ds = load_dataset(opt->data.empty() ? default_dataset_path() : opt->data, catalog, dopt);
+    FitOptions fopt;
+    fopt.seed = opt->seed;
+    fopt.include_memory_features = opt->memory_features;
+    ProgressFn progress;
+    if (opt->progress || isatty(STDERR_FILENO))
+      progress = [](std::string_view what, std::size_t done, std::size_t total) {
+        static const auto start = std::chrono::steady_clock::now();
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print(stderr, "\r\033[K{} {}/{} ({:.1f} s)", what, done, total, elapsed_s);
+        if (done == total) fmt::print(stderr, "\n");
+        std::fflush(stderr);
+      };
+    EvalReport r;
+    if (!opt->test.empty()) {
+      const Dataset test = load_dataset(opt->test, catalog, dopt);
+      r = evaluate_on_test(ds, test, catalog, fopt, progress);
+    } else {
+      r = evaluate(ds, catalog, *protocol_from_string(opt->protocol), fopt, progress);
+    }
+    if (opt->json) {
+      nlohmann::json j = scores_json(r.stack);
+      j["protocol"] = to_string(r.protocol);
+      j["pairs"] = r.pairs;
+      nlohmann::json learners;
+      for (const auto& [name, s] : r.per_learner) learners[name] = scores_json(s);
+      j["learners"] = learners;
+      j["interval"] = {{"level", r.interval_level},
+                       {"coverage_pct", r.interval_coverage_pct},
+                       {"median_width_pct", r.interval_median_width_pct}};
+      j["fits"] = r.fits;
+      j["fit_seconds"] = r.fit_seconds;
+      j["held_out"] = r.held_out;
+      j["dataset"] = ds.source;
+      std::cout << j.dump(2) << "\n";
+      return;
+    }
+    print_table(r);
+  });
 }
 
 }  // namespace epochcast::cli

@@ -1,13 +1,90 @@
-// Placeholder until the fit command lands; replaced by its owner.
+// epochcast fit [--data CSV] [--catalog CSV] -o MODEL [--seed N]
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/model/stacked_model.hpp"
 
 namespace epochcast::cli {
 
+namespace {
+// One updating line on stderr: "fit: out-of-fold xgboost 7/25".
+ProgressFn terminal_progress(bool enabled) {
+  if (!enabled) return {};
+  return [](std::string_view what, std::size_t done, std::size_t total) {
+    static const auto start = std::chrono::steady_clock::now();
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print(stderr, "\r\033[K{} {}/{} ({:.1f} s)", what, done, total, elapsed_s);
+    if (done == total) fmt::print(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+}  // namespace
+
 void add_fit_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("fit", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw Error(ErrorCode::kUnsupported, "'fit' is not built yet"); });
+  struct Options {
+    std::string data, catalog, output;
+    std::uint64_t seed = 42;
+    bool progress = false, json = false, lenient = false, memory_features = false;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("fit", "Fit the stacked model on a dataset and save it");
+  cmd->add_option("--data", opt->data, "dataset CSV (default: the bundled dataset)");
+  cmd->add_option("--catalog", opt->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
+  cmd->add_option("-o,--output", opt->output, "model file to write")->required();
+  cmd->add_option("--seed", opt->seed, "random seed (the fit is deterministic given it)");
+  cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
+  cmd->add_flag("--memory-features", opt->memory_features,
+                "also use memory used/free/total (framework-dependent; off by default)");
+  cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
+  cmd->add_flag("--json", opt->json, "print a JSON summary");
+  cmd->callback([opt] {
+    const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
+    DatasetOptions dopt;
+    dopt.lenient = opt->lenient;
+    const Dataset ds = load_dataset(opt->data.empty() ? default_dataset_path() : opt->data, catalog, dopt);
+    FitOptions fopt;
+    fopt.seed = opt->seed;
+    fopt.include_memory_features = opt->memory_features;
+    const auto t0 = std::chrono::steady_clock::now();
+    const StackedModel model =
+        fit_model(ds, catalog, fopt, terminal_progress(opt->progress || isatty(STDERR_FILENO)));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    save_model(model, opt->output);
+    const auto names = model.learner_names();
+    if (opt->json) {
+      nlohmann::json weights;
+      for (std::size_t i = 0; i < names.size(); ++i) weights[names[i]] = model.meta_weights()[i];
+      std::cout << nlohmann::json{{"model", opt->output},
+                                  {"dataset", ds.source},
+                                  {"rows", ds.rows.size()},
+                                  {"rows_skipped", ds.diagnostics.rows_skipped},
+                                  {"pairs", model.training_pairs()},
+                                  {"fit_seconds", seconds},
+                                  {"schema_hash", model.schema_hash()},
+                                  {"meta_weights", weights},
+                                  {"interval_half_width_log", model.interval_half_width_log()},
+                                  {"source_gpus", model.source_gpus_in_training()}}
+                       .dump(2)
+                << "\n";
+      return;
+    }
+    fmt::print("dataset   {} ({} rows, {} skipped)\n", ds.source, ds.rows.size(), ds.diagnostics.rows_skipped);
+    for (const auto& s : ds.diagnostics.skips) fmt::print("  skipped line {}: {}\n", s.line, s.reason);
+    fmt::print("pairs     {}\nGPUs      ", model.training_pairs());
+    for (const auto& g : model.source_gpus_in_training()) fmt::print("{} ", g);
+    fmt::print("\nfit       {:.2f} s, seed {}\nstack     ", seconds, opt->seed);
+    for (std::size_t i = 0; i < names.size(); ++i) fmt::print("{}={:.3f} ", names[i], model.meta_weights()[i]);
+    fmt::print("\ninterval  {:.0f} % = prediction x/÷ {:.3f}\nschema    {}\nwrote     {}\n",
+               fopt.interval_level * 100, std::exp(model.interval_half_width_log()), model.schema_hash(),
+               opt->output);
+  });
 }
 
 }  // namespace epochcast::cli

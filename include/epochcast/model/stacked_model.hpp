@@ -1,0 +1,140 @@
+// StackedModel: predicts a workload's epoch time on a target GPU from its run on a source GPU.
+// Base learners (XGBoost through its C API, ridge on Eigen, k-nearest neighbours, extra trees)
+// predict log(target_epoch_s / source_epoch_s) from the source run's statistics, its epoch time
+// and both GPUs' catalog specs; a non-negative linear meta learner combines their out-of-fold
+// predictions; split-conformal residuals give the interval. Immutable after fit: predict() is
+// const and safe to call from several threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "epochcast/features/feature_row.hpp"
+#include "epochcast/model/dataset.hpp"
+#include "epochcast/model/gpu_catalog.hpp"
+
+namespace epochcast {
+
+// Model file format version; bump when the file layout or the pair features change.
+inline constexpr int kModelFormatVersion = 1;
+
+// Called during long work: what is being done, how much of it is done.
+using ProgressFn = std::function<void(std::string_view stage, std::size_t done, std::size_t total)>;
+
+struct FitOptions {
+  std::uint64_t seed = 42;
+  int folds = 5;                 // out-of-fold folds for the meta learner (grouped)
+  // Group the meta learner's folds by CNN model (true) or by workload (false). By model is
+  // stricter: the stack and the interval then learn how wrong the base learners are on
+  // networks they have never seen, which is what predict faces.
+  bool group_folds_by_model = true;
+  // Memory used/free/total describe the framework (TensorFlow fills the GPU) and the GPU, not
+  // the workload: off by default (docs/model.md has the measurement).
+  bool include_memory_features = false;
+  double interval_level = 0.9;   // nominal coverage of the prediction interval
+  int xgb_rounds = 300;
+  int xgb_max_depth = 4;
+  double xgb_eta = 0.05;
+  int trees = 150;               // extra trees
+  int tree_min_leaf = 2;
+  int knn_k = 7;
+  int threads = 2;               // XGBoost threads during fit
+};
+
+struct LearnerValue {
+  std::string learner;  // "xgboost", "ridge", "knn", "extra_trees"
+  double epoch_s;
+};
+
+struct Prediction {
+  double epoch_s = 0;       // the stack's prediction
+  double lo_s = 0;          // interval at FitOptions::interval_level
+  double hi_s = 0;
+  std::vector<LearnerValue> per_learner;
+};
+
+// Source features outside what the model saw in training.
+struct RangeCheck {
+  std::vector<std::string> out_of_range;  // "power_drawW_mean=512 (training 23.1..298.7)"
+  std::vector<std::string> missing;       // metrics present in training, NaN here
+  [[nodiscard]] bool ok() const { return out_of_range.empty() && missing.empty(); }
+};
+
+class Learner;  // private (src/model/learners.hpp)
+
+class StackedModel {
+ public:
+  StackedModel();
+  ~StackedModel();
+  StackedModel(StackedModel&&) noexcept;
+  StackedModel& operator=(StackedModel&&) noexcept;
+
+  [[nodiscard]] Prediction predict(const FeatureRow& source_features, double source_epoch_s,
+                                   const GpuSpec& source, const GpuSpec& target) const;
+  // Base learners' and the stack's log(target/source) for a prepared pair-feature vector.
+  void predict_pair_features(std::span<const double> x, std::span<double> per_learner_log,
+                             double& stack_log) const;
+
+  [[nodiscard]] std::vector<std::string> source_gpus_in_training() const { return source_gpus_; }
+  [[nodiscard]] std::vector<std::string> target_gpus_in_training() const { return target_gpus_; }
+  [[nodiscard]] RangeCheck check_range(const FeatureRow& source_features) const;
+  [[nodiscard]] std::vector<std::string> learner_names() const;
+  [[nodiscard]] const std::vector<double>& meta_weights() const { return meta_weights_; }
+  [[nodiscard]] double interval_half_width_log() const { return interval_q_log_; }
+  [[nodiscard]] const FitOptions& options() const { return options_; }
+  [[nodiscard]] std::size_t training_pairs() const { return training_pairs_; }
+  [[nodiscard]] const std::string& schema_hash() const;
+
+ private:
+  friend StackedModel fit_model(const Dataset&, const GpuCatalog&, const FitOptions&, ProgressFn);
+  friend StackedModel fit_model_on_pairs(const Dataset&, const std::vector<RunPair>&,
+                                         const GpuCatalog&, const FitOptions&, ProgressFn);
+  friend void save_model(const StackedModel&, const std::string&);
+  friend std::string model_to_json(const StackedModel&);
+  friend StackedModel model_from_json(std::string_view, const std::string&);
+
+  FitOptions options_;
+  std::vector<std::unique_ptr<Learner>> learners_;
+  std::vector<double> meta_weights_;  // one per learner, >= 0
+  double interval_q_log_ = 0;         // half-width of the interval in log space
+  std::vector<std::string> source_gpus_, target_gpus_;
+  std::vector<double> feature_min_, feature_max_;  // per FeatureRow feature over source runs
+  std::size_t training_pairs_ = 0;
+  std::string dataset_source_;
+};
+
+// The pair-feature names (the model's schema) and their hash, for the running code.
+[[nodiscard]] std::vector<std::string> pair_feature_names(bool include_memory_features);
+[[nodiscard]] std::string model_schema_hash(bool include_memory_features);
+
+// Fits on every pair of the dataset. Throws Error(kInvalidArgument) when the dataset has fewer
+// than two GPU types or no workload on two GPUs (no pairs). Deterministic given options.seed.
+[[nodiscard]] StackedModel fit_model(const Dataset& dataset, const GpuCatalog& catalog,
+                                     const FitOptions& options = {}, ProgressFn progress = {});
+// Fits on the given pairs only (evaluation protocols).
+[[nodiscard]] StackedModel fit_model_on_pairs(const Dataset& dataset,
+                                              const std::vector<RunPair>& pairs,
+                                              const GpuCatalog& catalog,
+                                              const FitOptions& options = {},
+                                              ProgressFn progress = {});
+
+// Versioned JSON with the schema, its hash, the options and every learner's state (XGBoost's
+// own saved buffer). Throws Error(kIo) when the file cannot be written.
+void save_model(const StackedModel& model, const std::string& path);
+[[nodiscard]] std::string model_to_json(const StackedModel& model);
+// Throws Error(kIo) when unreadable, Error(kParse) (with line:column) for a corrupt or
+// truncated file, Error(kSchemaMismatch) naming both versions/hashes for another schema.
+[[nodiscard]] StackedModel load_model(const std::string& path);
+[[nodiscard]] StackedModel model_from_json(std::string_view text, const std::string& name);
+
+// The model fitted from the bundled dataset and catalog with default options: loaded from
+// $XDG_CACHE_HOME/epochcast (else ~/.cache/epochcast) when a file keyed by the dataset's,
+// catalog's and schema's hash is there, else fitted (a few seconds) and cached. A cache that
+// cannot be written is not an error.
+[[nodiscard]] std::shared_ptr<const StackedModel> default_model(ProgressFn progress = {});
+
+}  // namespace epochcast

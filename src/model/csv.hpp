@@ -1,0 +1,24 @@
+// A small CSV splitter for the dataset and the catalog: RFC 4180 quotes, CRLF tolerated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace epochcast::csv {
+
+struct Cell {
+  std::string text;
+  std::uint32_t column;  // 1-based character column where the cell starts
+};
+
+// Splits one line. Returns false when a quote is not closed on this line.
+bool split_line(std::string_view line, std::vector<Cell>& cells);
+
+// Parses a whole cell as a finite or NaN double ("nan", "NaN" accepted); false otherwise.
+bool parse_double(std::string_view text, double& out);
+
+std::string trim(std::string_view s);
+
+}  // namespace epochcast::csv

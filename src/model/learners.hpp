@@ -1,0 +1,55 @@
+// Base learners of the stack. Each fits y from a dense row-major matrix (NaN = missing),
+// predicts one row at a time (const, thread-safe) and round-trips through JSON.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace epochcast {
+
+struct Matrix {
+  std::size_t rows = 0, cols = 0;
+  std::vector<double> data;  // row-major
+  Matrix() = default;
+  Matrix(std::size_t r, std::size_t c) : rows(r), cols(c), data(r * c) {}
+  [[nodiscard]] std::span<const double> row(std::size_t i) const { return {data.data() + i * cols, cols}; }
+  [[nodiscard]] std::span<double> row(std::size_t i) { return {data.data() + i * cols, cols}; }
+};
+
+// Per-column standardisation fitted on finite values; NaN maps to 0 (the mean).
+struct Standardizer {
+  std::vector<double> mean, scale;
+  void fit(const Matrix& x);
+  void apply(std::span<const double> in, std::span<double> out) const;
+  [[nodiscard]] nlohmann::json to_json() const;
+  void from_json(const nlohmann::json& j);
+};
+
+class Learner {
+ public:
+  virtual ~Learner() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  virtual void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) = 0;
+  [[nodiscard]] virtual double predict(std::span<const double> x) const = 0;
+  virtual void predict_many(const Matrix& x, std::span<double> out) const;
+  [[nodiscard]] virtual nlohmann::json to_json() const = 0;
+  virtual void from_json(const nlohmann::json& j) = 0;
+};
+
+struct LearnerConfig {
+  int xgb_rounds = 300, xgb_max_depth = 4, threads = 2;
+  double xgb_eta = 0.05;
+  int trees = 150, tree_min_leaf = 2;
+  int knn_k = 7;
+};
+
+// The stack's learners in a fixed order; names: xgboost, ridge, knn, extra_trees.
+[[nodiscard]] std::vector<std::unique_ptr<Learner>> make_learners(const LearnerConfig& config);
+[[nodiscard]] std::unique_ptr<Learner> make_learner(const std::string& name, const LearnerConfig& config);
+
+}  // namespace epochcast

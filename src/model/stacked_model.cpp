@@ -1,0 +1,522 @@
+#include "epochcast/model/stacked_model.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "epochcast/core/error.hpp"
+#include "learners.hpp"
+#include "pair_features.hpp"
+
+namespace epochcast {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr const char* kFormatName = "epochcast-model";
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ULL) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+LearnerConfig learner_config(const FitOptions& o) {
+  LearnerConfig c;
+  c.xgb_rounds = o.xgb_rounds;
+  c.xgb_max_depth = o.xgb_max_depth;
+  c.xgb_eta = o.xgb_eta;
+  c.trees = o.trees;
+  c.tree_min_leaf = o.tree_min_leaf;
+  c.knn_k = o.knn_k;
+  c.threads = o.threads;
+  return c;
+}
+
+nlohmann::json options_to_json(const FitOptions& o) {
+  return {{"seed", o.seed},
+          {"folds", o.folds},
+          {"group_folds_by_model", o.group_folds_by_model},
+          {"include_memory_features", o.include_memory_features},
+          {"interval_level", o.interval_level},
+          {"xgb_rounds", o.xgb_rounds},
+          {"xgb_max_depth", o.xgb_max_depth},
+          {"xgb_eta", o.xgb_eta},
+          {"trees", o.trees},
+          {"tree_min_leaf", o.tree_min_leaf},
+          {"knn_k", o.knn_k},
+          {"threads", o.threads}};
+}
+
+FitOptions options_from_json(const nlohmann::json& j) {
+  FitOptions o;
+  o.seed = j.at("seed").get<std::uint64_t>();
+  o.folds = j.at("folds").get<int>();
+  o.group_folds_by_model = j.at("group_folds_by_model").get<bool>();
+  o.include_memory_features = j.at("include_memory_features").get<bool>();
+  o.interval_level = j.at("interval_level").get<double>();
+  o.xgb_rounds = j.at("xgb_rounds").get<int>();
+  o.xgb_max_depth = j.at("xgb_max_depth").get<int>();
+  o.xgb_eta = j.at("xgb_eta").get<double>();
+  o.trees = j.at("trees").get<int>();
+  o.tree_min_leaf = j.at("tree_min_leaf").get<int>();
+  o.knn_k = j.at("knn_k").get<int>();
+  o.threads = j.at("threads").get<int>();
+  return o;
+}
+
+// NaN is not JSON: write null, read null back as NaN.
+nlohmann::json doubles_to_json(const std::vector<double>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (double x : v) a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+  return a;
+}
+std::vector<double> doubles_from_json(const nlohmann::json& j) {
+  std::vector<double> v;
+  for (const auto& x : j.get_ref<const nlohmann::json::array_t&>())
+    v.push_back(x.is_null() ? kNaN : x.get<double>());
+  return v;
+}
+
+// Non-negative least squares for a handful of columns: the best of all column subsets whose
+// unconstrained solution is non-negative (exact for NNLS, fine for up to ~8 learners).
+std::vector<double> nnls_small(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
+  const auto k = static_cast<int>(a.cols());
+  std::vector<double> best(static_cast<std::size_t>(k), 0.0);
+  double best_sse = std::numeric_limits<double>::infinity();
+  for (int mask = 1; mask < (1 << k); ++mask) {
+    std::vector<int> cols;
+    for (int c = 0; c < k; ++c)
+      if (mask & (1 << c)) cols.push_back(c);
+    Eigen::MatrixXd sub(a.rows(), static_cast<Eigen::Index>(cols.size()));
+    for (std::size_t i = 0; i < cols.size(); ++i) sub.col(static_cast<Eigen::Index>(i)) = a.col(cols[i]);
+    const Eigen::VectorXd w = sub.colPivHouseholderQr().solve(b);
+    if ((w.array() < 0).any()) continue;
+    const double sse = (sub * w - b).squaredNorm();
+    if (sse < best_sse - 1e-12) {
+      best_sse = sse;
+      std::fill(best.begin(), best.end(), 0.0);
+      for (std::size_t i = 0; i < cols.size(); ++i) best[static_cast<std::size_t>(cols[i])] = w(static_cast<Eigen::Index>(i));
+    }
+  }
+  return best;
+}
+
+std::size_t line_of(std::string_view text, std::size_t byte, std::uint32_t& column) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  column = static_cast<std::uint32_t>(col);
+  return line;
+}
+
+}  // namespace
+
+// ---- schema ----
+
+std::vector<std::string> pair_feature_names(bool include_memory_features) {
+  return pair_schema(include_memory_features).names;
+}
+
+std::string model_schema_hash(bool include_memory_features) {
+  std::uint64_t h = fnv1a("epochcast-model-v" + std::to_string(kModelFormatVersion));
+  h = fnv1a("target=log(target_epoch_s/source_epoch_s)", h);
+  for (const auto& n : pair_schema(include_memory_features).names) h = fnv1a(n + ";", h);
+  return hex(h);
+}
+
+// ---- StackedModel ----
+
+StackedModel::StackedModel() = default;
+StackedModel::~StackedModel() = default;
+StackedModel::StackedModel(StackedModel&&) noexcept = default;
+StackedModel& StackedModel::operator=(StackedModel&&) noexcept = default;
+
+const std::string& StackedModel::schema_hash() const {
+  static const std::string without = model_schema_hash(false), with = model_schema_hash(true);
+  return options_.include_memory_features ? with : without;
+}
+
+std::vector<std::string> StackedModel::learner_names() const {
+  std::vector<std::string> out;
+  for (const auto& l : learners_) out.push_back(l->name());
+  return out;
+}
+
+void StackedModel::predict_pair_features(std::span<const double> x, std::span<double> per_learner_log,
+                                         double& stack_log) const {
+  stack_log = 0;
+  for (std::size_t i = 0; i < learners_.size(); ++i) {
+    per_learner_log[i] = learners_[i]->predict(x);
+    stack_log += meta_weights_[i] * per_learner_log[i];
+  }
+}
+
+Prediction StackedModel::predict(const FeatureRow& source_features, double source_epoch_s,
+                                 const GpuSpec& source, const GpuSpec& target) const {
+  if (learners_.empty()) throw Error(ErrorCode::kInternal, "predict on a model that was not fitted");
+  if (!(source_epoch_s > 0) || !std::isfinite(source_epoch_s))
+    throw Error(ErrorCode::kInvalidArgument,
+                "source epoch time must be a positive number of seconds, got " + std::to_string(source_epoch_s));
+  if (source_features.values.size() != feature_count())
+    throw Error(ErrorCode::kInvalidArgument, "feature row has the wrong size");
+  const PairSchema& schema = pair_schema(options_.include_memory_features);
+  double x_buf[256];
+  std::vector<double> x_heap;
+  std::span<double> x;
+  if (schema.names.size() <= std::size(x_buf)) {
+    x = std::span<double>(x_buf, schema.names.size());
+  } else {
+    x_heap.resize(schema.names.size());
+    x = x_heap;
+  }
+  pair_features(schema, source_features, source_epoch_s, source, target, x);
+  double per[16];
+  double stack = 0;
+  predict_pair_features(x, std::span<double>(per, learners_.size()), stack);
+  Prediction p;
+  p.epoch_s = source_epoch_s * std::exp(stack);
+  p.lo_s = source_epoch_s * std::exp(stack - interval_q_log_);
+  p.hi_s = source_epoch_s * std::exp(stack + interval_q_log_);
+  p.per_learner.reserve(learners_.size());
+  for (std::size_t i = 0; i < learners_.size(); ++i)
+    p.per_learner.push_back({learners_[i]->name(), source_epoch_s * std::exp(per[i])});
+  return p;
+}
+
+RangeCheck StackedModel::check_range(const FeatureRow& f) const {
+  RangeCheck out;
+  const PairSchema& schema = pair_schema(options_.include_memory_features);
+  std::set<Metric> missing;
+  for (std::size_t i : schema.source_features) {
+    if (i >= feature_min_.size() || !std::isfinite(feature_min_[i])) continue;  // unseen in training
+    const double v = f.values[i];
+    const Metric m = feature_metrics()[i / kStatCount];
+    if (!std::isfinite(v)) {
+      // std is NaN for a single sample: not a missing channel.
+      if (!f.missing(m)) continue;
+      missing.insert(m);
+      continue;
+    }
+    if (v < feature_min_[i] || v > feature_max_[i]) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "=%.4g (training %.4g..%.4g)", v, feature_min_[i], feature_max_[i]);
+      out.out_of_range.push_back(feature_names()[i] + buf);
+    }
+  }
+  for (Metric m : missing) out.missing.emplace_back(info(m).dataset_name);
+  return out;
+}
+
+// ---- fit ----
+
+StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& pairs,
+                                const GpuCatalog& catalog, const FitOptions& options,
+                                ProgressFn progress) {
+  if (pairs.empty())
+    throw Error(ErrorCode::kInvalidArgument,
+                "no training pairs in '" + ds.source +
+                    "': the model needs workloads run on at least two GPU types");
+  if (!(options.interval_level > 0 && options.interval_level < 1))
+    throw Error(ErrorCode::kInvalidArgument, "interval level must be in (0, 1)");
+  const PairSchema& schema = pair_schema(options.include_memory_features);
+  const std::size_t n = pairs.size(), p = schema.names.size();
+  Matrix x(n, p);
+  std::vector<double> y(n);
+  std::vector<std::string> group(n);
+  std::set<std::string> sources, targets;
+  for (std::size_t i = 0; i < n; ++i) {
+    const DatasetRow& s = ds.rows.at(pairs[i].source);
+    const DatasetRow& t = ds.rows.at(pairs[i].target);
+    const GpuSpec* sg = catalog.find(s.gpu_id);
+    const GpuSpec* tg = catalog.find(t.gpu_id);
+    if (!sg || !tg)
+      throw Error(ErrorCode::kNotFound, "GPU '" + (sg ? t.gpu_id : s.gpu_id) + "' is not in the catalog");
+    pair_features(schema, s.features, s.epoch_s, *sg, *tg, x.row(i));
+    y[i] = std::log(t.epoch_s / s.epoch_s);
+    group[i] = options.group_folds_by_model ? s.model : s.workload;
+    sources.insert(s.gpu_id);
+    targets.insert(t.gpu_id);
+  }
+  // Folds: distinct groups shuffled by the seed, dealt round-robin.
+  std::vector<std::string> names(group.begin(), group.end());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (names.size() < 2)
+    throw Error(ErrorCode::kInvalidArgument,
+                "the training pairs come from one " +
+                    std::string(options.group_folds_by_model ? "CNN model" : "workload") +
+                    " only: the meta learner needs at least two groups for out-of-fold predictions");
+  std::mt19937_64 rng(options.seed);
+  std::shuffle(names.begin(), names.end(), rng);
+  const std::size_t folds = std::min<std::size_t>(static_cast<std::size_t>(std::max(2, options.folds)), names.size());
+  std::map<std::string, std::size_t> fold_of;
+  for (std::size_t i = 0; i < names.size(); ++i) fold_of[names[i]] = i % folds;
+
+  const LearnerConfig config = learner_config(options);
+  const std::size_t n_learners = make_learners(config).size();
+  const std::size_t total_steps = (folds + 1) * n_learners;
+  std::size_t step = 0;
+  auto tick = [&](std::string_view what) {
+    ++step;
+    if (progress) progress(what, step, total_steps);
+  };
+
+  Eigen::MatrixXd oof(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(n_learners));
+  for (std::size_t f = 0; f < folds; ++f) {
+    std::vector<std::size_t> train, test;
+    for (std::size_t i = 0; i < n; ++i) (fold_of[group[i]] == f ? test : train).push_back(i);
+    Matrix xt(train.size(), p), xv(test.size(), p);
+    std::vector<double> yt(train.size());
+    for (std::size_t i = 0; i < train.size(); ++i) {
+      std::copy_n(x.row(train[i]).begin(), p, xt.row(i).begin());
+      yt[i] = y[train[i]];
+    }
+    for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, xv.row(i).begin());
+    auto learners = make_learners(config);
+    std::vector<double> out(test.size());
+    for (std::size_t l = 0; l < learners.size(); ++l) {
+      learners[l]->fit(xt, yt, options.seed + f * 7919 + l);
+      learners[l]->predict_many(xv, out);
+      for (std::size_t i = 0; i < test.size(); ++i)
+        oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = out[i];
+      tick("out-of-fold " + learners[l]->name());
+    }
+  }
+  StackedModel model;
+  model.options_ = options;
+  const Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n));
+  model.meta_weights_ = nnls_small(oof, yv);
+  // Split-conformal: the level-quantile of the stack's out-of-fold absolute residuals.
+  std::vector<double> resid(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (std::size_t l = 0; l < n_learners; ++l) s += model.meta_weights_[l] * oof(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(l));
+    resid[i] = std::abs(y[i] - s);
+  }
+  std::sort(resid.begin(), resid.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(options.interval_level * static_cast<double>(n + 1)));
+  model.interval_q_log_ = resid[std::min(n, std::max<std::size_t>(rank, 1)) - 1];
+
+  model.learners_ = make_learners(config);
+  for (std::size_t l = 0; l < model.learners_.size(); ++l) {
+    model.learners_[l]->fit(x, y, options.seed + 104729 + l);
+    tick("final " + model.learners_[l]->name());
+  }
+  model.source_gpus_.assign(sources.begin(), sources.end());
+  model.target_gpus_.assign(targets.begin(), targets.end());
+  model.feature_min_.assign(feature_count(), kNaN);
+  model.feature_max_.assign(feature_count(), kNaN);
+  for (const auto& pr : pairs) {
+    const auto& v = ds.rows[pr.source].features.values;
+    for (std::size_t f = 0; f < v.size(); ++f) {
+      if (!std::isfinite(v[f])) continue;
+      if (!std::isfinite(model.feature_min_[f]) || v[f] < model.feature_min_[f]) model.feature_min_[f] = v[f];
+      if (!std::isfinite(model.feature_max_[f]) || v[f] > model.feature_max_[f]) model.feature_max_[f] = v[f];
+    }
+  }
+  model.training_pairs_ = n;
+  model.dataset_source_ = ds.source;
+  return model;
+}
+
+StackedModel fit_model(const Dataset& ds, const GpuCatalog& catalog, const FitOptions& options,
+                       ProgressFn progress) {
+  if (ds.gpu_ids().size() < 2)
+    throw Error(ErrorCode::kInvalidArgument,
+                "dataset '" + ds.source + "' holds " + std::to_string(ds.gpu_ids().size()) +
+                    " GPU type(s); the model needs runs on at least two");
+  return fit_model_on_pairs(ds, make_pairs(ds), catalog, options, std::move(progress));
+}
+
+// ---- model file ----
+
+std::string model_to_json(const StackedModel& m) {
+  nlohmann::json learners = nlohmann::json::array();
+  for (const auto& l : m.learners_) learners.push_back({{"name", l->name()}, {"state", l->to_json()}});
+  nlohmann::json j = {
+      {"format", kFormatName},
+      {"version", kModelFormatVersion},
+      {"schema_hash", m.schema_hash()},
+      {"target", "log(target_epoch_s/source_epoch_s)"},
+      {"pair_features", pair_feature_names(m.options_.include_memory_features)},
+      {"options", options_to_json(m.options_)},
+      {"learners", learners},
+      {"meta_weights", m.meta_weights_},
+      {"interval", {{"level", m.options_.interval_level}, {"half_width_log", m.interval_q_log_}}},
+      {"training",
+       {{"dataset", m.dataset_source_},
+        {"pairs", m.training_pairs_},
+        {"source_gpus", m.source_gpus_},
+        {"target_gpus", m.target_gpus_},
+        {"feature_names", feature_names()},
+        {"feature_min", doubles_to_json(m.feature_min_)},
+        {"feature_max", doubles_to_json(m.feature_max_)}}}};
+  return j.dump();
+}
+
+void save_model(const StackedModel& m, const std::string& path) {
+  const std::string text = model_to_json(m);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(ErrorCode::kIo, "cannot write model file '" + path + "'");
+    out << text << "\n";
+    out.flush();
+    if (!out) throw Error(ErrorCode::kIo, "write failed for model file '" + path + "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error(ErrorCode::kIo, "cannot move model file into place at '" + path + "': " + ec.message());
+}
+
+StackedModel model_from_json(std::string_view text, const std::string& name) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::uint32_t col = 0;
+    const std::size_t line = line_of(text, e.byte == 0 ? 0 : e.byte - 1, col);
+    throw Error(ErrorCode::kParse,
+                std::string("not a valid model file (corrupt or truncated JSON): ") + e.what(),
+                {name, line, col, ""});
+  }
+  try {
+    if (!j.is_object() || j.value("format", "") != kFormatName)
+      throw Error(ErrorCode::kParse, "not an epochcast model file (no \"format\": \"" +
+                                         std::string(kFormatName) + "\")", {name, 1, 1, "format"});
+    const int version = j.at("version").get<int>();
+    if (version != kModelFormatVersion)
+      throw Error(ErrorCode::kSchemaMismatch,
+                  "model file '" + name + "' has format version " + std::to_string(version) +
+                      "; this epochcast reads version " + std::to_string(kModelFormatVersion) +
+                      ": refit it with `epochcast fit`");
+    StackedModel m;
+    m.options_ = options_from_json(j.at("options"));
+    const std::string file_hash = j.at("schema_hash").get<std::string>();
+    if (file_hash != m.schema_hash())
+      throw Error(ErrorCode::kSchemaMismatch,
+                  "model file '" + name + "' has feature schema " + file_hash +
+                      ", the running epochcast has schema " + m.schema_hash() +
+                      ": refit it with `epochcast fit`");
+    if (j.at("pair_features").get<std::vector<std::string>>() !=
+        pair_feature_names(m.options_.include_memory_features))
+      throw Error(ErrorCode::kSchemaMismatch,
+                  "model file '" + name + "' lists other features than schema " + m.schema_hash());
+    const LearnerConfig config = learner_config(m.options_);
+    for (const auto& lj : j.at("learners")) {
+      auto l = make_learner(lj.at("name").get<std::string>(), config);
+      l->from_json(lj.at("state"));
+      m.learners_.push_back(std::move(l));
+    }
+    m.meta_weights_ = j.at("meta_weights").get<std::vector<double>>();
+    if (m.learners_.empty() || m.meta_weights_.size() != m.learners_.size() || m.learners_.size() > 16)
+      throw Error(ErrorCode::kParse, "learner count and meta weights disagree", {name, 0, 0, "meta_weights"});
+    for (double w : m.meta_weights_)
+      if (!std::isfinite(w) || w < 0)
+        throw Error(ErrorCode::kParse, "meta weight is not a non-negative number", {name, 0, 0, "meta_weights"});
+    m.interval_q_log_ = j.at("interval").at("half_width_log").get<double>();
+    if (!std::isfinite(m.interval_q_log_) || m.interval_q_log_ < 0)
+      throw Error(ErrorCode::kParse, "bad interval half width", {name, 0, 0, "interval"});
+    const auto& t = j.at("training");
+    m.dataset_source_ = t.at("dataset").get<std::string>();
+    m.training_pairs_ = t.at("pairs").get<std::size_t>();
+    m.source_gpus_ = t.at("source_gpus").get<std::vector<std::string>>();
+    m.target_gpus_ = t.at("target_gpus").get<std::vector<std::string>>();
+    m.feature_min_ = doubles_from_json(t.at("feature_min"));
+    m.feature_max_ = doubles_from_json(t.at("feature_max"));
+    if (t.at("feature_names").get<std::vector<std::string>>() != feature_names() ||
+        m.feature_min_.size() != feature_count() || m.feature_max_.size() != feature_count())
+      throw Error(ErrorCode::kSchemaMismatch,
+                  "model file '" + name + "' was trained on other run statistics than this epochcast computes");
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kParse, std::string("model file is missing or has a malformed field: ") + e.what(),
+                {name, 0, 0, ""});
+  }
+}
+
+StackedModel load_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, "cannot open model file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(ErrorCode::kIo, "read error in model file '" + path + "'");
+  return model_from_json(ss.str(), path);
+}
+
+// ---- default model ----
+
+namespace {
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, "cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
+  static std::mutex mutex;
+  static std::shared_ptr<const StackedModel> cached;
+  std::lock_guard lock(mutex);
+  if (cached) return cached;
+  const std::string data_path = default_dataset_path(), catalog_path = default_gpu_catalog_path();
+  const FitOptions options;
+  std::uint64_t key = fnv1a(file_bytes(data_path));
+  key = fnv1a(file_bytes(catalog_path), key);
+  key = fnv1a(model_schema_hash(options.include_memory_features), key);
+  key = fnv1a(options_to_json(options).dump(), key);
+  std::filesystem::path dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    dir = std::filesystem::path(x) / "epochcast";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    dir = std::filesystem::path(h) / ".cache" / "epochcast";
+  const std::filesystem::path file = dir.empty() ? std::filesystem::path() : dir / ("model-" + hex(key) + ".json");
+  if (!file.empty() && std::filesystem::exists(file)) {
+    try {
+      cached = std::make_shared<const StackedModel>(load_model(file.string()));
+      return cached;
+    } catch (const Error&) {
+      // A damaged cache entry is refitted and overwritten below.
+    }
+  }
+  const GpuCatalog catalog = load_gpu_catalog(catalog_path);
+  const Dataset ds = load_dataset(data_path, catalog);
+  auto model = std::make_shared<const StackedModel>(fit_model(ds, catalog, options, std::move(progress)));
+  if (!file.empty()) {
+    try {
+      std::filesystem::create_directories(dir);
+      save_model(*model, file.string());
+    } catch (const std::exception&) {
+      // Caching is an optimisation: a read-only home must not stop predict.
+    }
+  }
+  cached = model;
+  return cached;
+}
+
+}  // namespace epochcast

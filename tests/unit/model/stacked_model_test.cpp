@@ -1,0 +1,238 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "epochcast/core/error.hpp"
+#include "epochcast/model/evaluate.hpp"
+#include "epochcast/model/stacked_model.hpp"
+
+namespace epochcast {
+namespace {
+
+const std::string kData = EPOCHCAST_SOURCE_DIR "/data/nvidiasmi_devicequery_all.csv";
+const std::string kCatalog = EPOCHCAST_SOURCE_DIR "/data/gpus.csv";
+
+// Small learners keep the unit tests quick; the bench and docs use the defaults.
+FitOptions quick() {
+  FitOptions o;
+  o.xgb_rounds = 60;
+  o.xgb_eta = 0.15;
+  o.trees = 30;
+  o.folds = 3;
+  return o;
+}
+
+struct Fixture : ::testing::Test {
+  static void SetUpTestSuite() {
+    catalog = new GpuCatalog(load_gpu_catalog(kCatalog));
+    data = new Dataset(load_dataset(kData, *catalog));
+    model = new StackedModel(fit_model(*data, *catalog, quick()));
+  }
+  static void TearDownTestSuite() {
+    delete model;
+    delete data;
+    delete catalog;
+  }
+  static GpuCatalog* catalog;
+  static Dataset* data;
+  static StackedModel* model;
+  static std::string temp(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("epochcast_model_test_" + std::to_string(::getpid()) + "_" + name)).string();
+  }
+};
+GpuCatalog* Fixture::catalog = nullptr;
+Dataset* Fixture::data = nullptr;
+StackedModel* Fixture::model = nullptr;
+
+TEST_F(Fixture, PredictsEveryLearnerAndAnIntervalAroundTheStack) {
+  const DatasetRow& src = data->rows.front();  // p100
+  const Prediction p = model->predict(src.features, src.epoch_s, *catalog->find("p100"), *catalog->find("h200"));
+  EXPECT_GT(p.epoch_s, 0);
+  EXPECT_LT(p.lo_s, p.epoch_s);
+  EXPECT_GT(p.hi_s, p.epoch_s);
+  ASSERT_EQ(p.per_learner.size(), 4u);
+  EXPECT_EQ(p.per_learner[0].learner, "xgboost");
+  double total_weight = 0;
+  for (double w : model->meta_weights()) {
+    EXPECT_GE(w, 0);
+    total_weight += w;
+  }
+  EXPECT_NEAR(total_weight, 1.0, 0.25);  // log-ratio predictions: weights close to an average
+  EXPECT_EQ(model->source_gpus_in_training(), (std::vector<std::string>{"a10g", "p100", "t4", "v100"}));
+}
+
+TEST_F(Fixture, SaveLoadRoundTripGivesIdenticalPredictions) {
+  const std::string path = temp("roundtrip.json");
+  save_model(*model, path);
+  const StackedModel loaded = load_model(path);
+  std::filesystem::remove(path);
+  const GpuSpec& v100 = *catalog->find("v100");
+  const GpuSpec& t4 = *catalog->find("t4");
+  for (std::size_t i = 0; i < data->rows.size(); i += 37) {
+    const DatasetRow& r = data->rows[i];
+    const Prediction a = model->predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), r.gpu_id == "t4" ? v100 : t4);
+    const Prediction b = loaded.predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), r.gpu_id == "t4" ? v100 : t4);
+    ASSERT_EQ(a.per_learner.size(), b.per_learner.size());
+    for (std::size_t l = 0; l < a.per_learner.size(); ++l)
+      EXPECT_DOUBLE_EQ(a.per_learner[l].epoch_s, b.per_learner[l].epoch_s) << a.per_learner[l].learner;
+    EXPECT_DOUBLE_EQ(a.epoch_s, b.epoch_s);
+    EXPECT_DOUBLE_EQ(a.hi_s, b.hi_s);
+  }
+}
+
+TEST_F(Fixture, ModelFileCarriesXGBoostsOwnBufferAndTheSchema) {
+  const nlohmann::json j = nlohmann::json::parse(model_to_json(*model));
+  EXPECT_EQ(j["format"], "epochcast-model");
+  EXPECT_EQ(j["version"], kModelFormatVersion);
+  EXPECT_EQ(j["schema_hash"], model_schema_hash(false));
+  EXPECT_EQ(j["learners"][0]["name"], "xgboost");
+  // XGBoost's JSON model, as XGBoosterSaveModelToBuffer wrote it.
+  const auto xgb = nlohmann::json::parse(j["learners"][0]["state"]["buffer"].get<std::string>());
+  EXPECT_TRUE(xgb.contains("learner"));
+  EXPECT_EQ(j["pair_features"].size(), pair_feature_names(false).size());
+}
+
+TEST_F(Fixture, AnotherSchemaOrVersionIsRefusedNamingBoth) {
+  nlohmann::json j = nlohmann::json::parse(model_to_json(*model));
+  j["schema_hash"] = "0123456789abcdef";
+  try {
+    (void)model_from_json(j.dump(), "old.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kSchemaMismatch);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("0123456789abcdef"), std::string::npos);
+    EXPECT_NE(msg.find(model_schema_hash(false)), std::string::npos);
+  }
+  j = nlohmann::json::parse(model_to_json(*model));
+  j["version"] = kModelFormatVersion + 1;
+  try {
+    (void)model_from_json(j.dump(), "future.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kSchemaMismatch);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kModelFormatVersion + 1)), std::string::npos);
+  }
+}
+
+TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
+  const std::string text = model_to_json(*model);
+  try {
+    (void)model_from_json(std::string_view(text).substr(0, text.size() / 2), "cut.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "cut.json");
+    EXPECT_GE(e.where().line, 1u);
+    EXPECT_GE(e.where().column, 1u);
+  }
+  // Valid JSON, wrong content: a learner's state damaged.
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["learners"][3]["state"]["trees"][0]["left"] = nlohmann::json::array({5, 1});
+  EXPECT_THROW((void)model_from_json(j.dump(), "damaged.json"), Error);
+  j = nlohmann::json::parse(text);
+  j["learners"][0]["state"]["buffer"] = "{\"not\": \"xgboost\"}";
+  EXPECT_THROW((void)model_from_json(j.dump(), "badxgb.json"), Error);
+  j = nlohmann::json::parse(text);
+  j.erase("meta_weights");
+  EXPECT_THROW((void)model_from_json(j.dump(), "nometa.json"), Error);
+  EXPECT_THROW((void)model_from_json("[1,2,3]", "array.json"), Error);
+  EXPECT_THROW((void)load_model("/nonexistent/model.json"), Error);
+}
+
+TEST_F(Fixture, DeterministicGivenASeed) {
+  const StackedModel again = fit_model(*data, *catalog, quick());
+  EXPECT_EQ(model_to_json(*model), model_to_json(again));
+  FitOptions other = quick();
+  other.seed = 7;
+  const StackedModel different = fit_model(*data, *catalog, other);
+  EXPECT_NE(model_to_json(*model), model_to_json(different));
+}
+
+TEST_F(Fixture, PredictIsThreadSafe) {
+  const auto& rows = data->rows;
+  const GpuSpec& h100 = *catalog->find("h100-sxm");
+  std::vector<double> serial;
+  for (const auto& r : rows) serial.push_back(model->predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), h100).epoch_s);
+  std::vector<std::vector<double>> parallel(4, std::vector<double>(rows.size()));
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        parallel[t][i] = model->predict(rows[i].features, rows[i].epoch_s, *catalog->find(rows[i].gpu_id), h100).epoch_s;
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& p : parallel) EXPECT_EQ(p, serial);
+}
+
+TEST_F(Fixture, MissingChannelsAndOutOfRangeFeaturesAreReportedNotCrashed) {
+  FeatureRow f = data->rows.front().features;
+  for (std::size_t s = 0; s < kStatCount; ++s) f.set(Metric::kTemperature, static_cast<Stat>(s), NAN);
+  f.set(Metric::kPower, Stat::kMean, 5000.0);
+  const RangeCheck rc = model->check_range(f);
+  ASSERT_EQ(rc.missing.size(), 1u);
+  EXPECT_EQ(rc.missing[0], "temperature_gpu");
+  ASSERT_FALSE(rc.out_of_range.empty());
+  EXPECT_NE(rc.out_of_range[0].find("power_drawW_mean"), std::string::npos);
+  const Prediction p = model->predict(f, 3.0, *catalog->find("p100"), *catalog->find("a10g"));
+  EXPECT_TRUE(std::isfinite(p.epoch_s));
+  EXPECT_TRUE(model->check_range(data->rows.front().features).ok());
+  EXPECT_THROW((void)model->predict(f, -1.0, *catalog->find("p100"), *catalog->find("a10g")), Error);
+  EXPECT_THROW((void)model->predict(f, NAN, *catalog->find("p100"), *catalog->find("a10g")), Error);
+}
+
+TEST_F(Fixture, OneGpuTypeOrUnpairedWorkloadsCannotBeFitted) {
+  Dataset one = *data;
+  std::erase_if(one.rows, [](const DatasetRow& r) { return r.gpu_id != "t4"; });
+  try {
+    (void)fit_model(one, *catalog, quick());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("at least two"), std::string::npos);
+  }
+  // Two GPUs but no workload on both: no pairs.
+  Dataset split = *data;
+  std::erase_if(split.rows, [](const DatasetRow& r) {
+    return !((r.gpu_id == "t4" && r.model == "VGG19") || (r.gpu_id == "p100" && r.model == "LeNet5"));
+  });
+  EXPECT_THROW((void)fit_model(split, *catalog, quick()), Error);
+}
+
+// Accuracy with a bound that can fail: leave-one-CNN-model-out with the quick learners.
+// Defaults measure 8.0 % (docs/model.md); the quick ones land near 8.5 %.
+TEST_F(Fixture, LeaveOneModelOutMapeStaysBelowTheBound) {
+  const EvalReport r = evaluate(*data, *catalog, Protocol::kLomo, quick());
+  EXPECT_EQ(r.pairs, 1516u);
+  EXPECT_EQ(r.fits, 8u);
+  EXPECT_LT(r.stack.mape_pct, 9.5);
+  EXPECT_GT(r.stack.mape_pct, 1.0);  // a leak would make it implausibly good
+  EXPECT_EQ(r.stack.per_target_gpu_mape_pct.size(), 4u);
+  EXPECT_GT(r.interval_coverage_pct, 80.0);
+  EXPECT_LT(r.interval_coverage_pct, 98.0);
+  // The stack should be no worse than its worst learner.
+  double worst = 0;
+  for (const auto& [name, s] : r.per_learner) worst = std::max(worst, s.mape_pct);
+  EXPECT_LT(r.stack.mape_pct, worst);
+}
+
+TEST_F(Fixture, LeaveOneGpuOutKeepsTheGpuOutOfTraining) {
+  // Checked through the protocol's own contract: each held-out GPU's pairs are scored, and a
+  // model fitted without it never lists it.
+  Dataset no_t4 = *data;
+  std::vector<RunPair> pairs;
+  for (const auto& p : make_pairs(*data))
+    if (data->rows[p.source].gpu_id != "t4" && data->rows[p.target].gpu_id != "t4") pairs.push_back(p);
+  const StackedModel m = fit_model_on_pairs(*data, pairs, *catalog, quick());
+  for (const auto& g : m.source_gpus_in_training()) EXPECT_NE(g, "t4");
+  for (const auto& g : m.target_gpus_in_training()) EXPECT_NE(g, "t4");
+}
+
+}  // namespace
+}  // namespace epochcast
