@@ -96,6 +96,7 @@ void run_predict(const PredictCliOptions& o) {
     } else {
       std::cout << render_batch_table(items);
     }
+    std::cout.flush();
     return;
   }
 
@@ -110,6 +111,7 @@ void run_predict(const PredictCliOptions& o) {
   } else {
     std::cout << render_table(report);
   }
+  std::cout.flush();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/metric.hpp"
@@ -58,11 +59,14 @@ std::string detection_line(const Segmentation& s) {
 }
 
 std::string validation_line(const ModelValidation& v) {
-  if (!v.available) return "no validation figures";
-  std::string line = fmt::format("held-out {} MAPE {:.1f} %, median {:.1f} %, p90 {:.1f} %", v.protocol,
-                                 v.mape_pct, v.median_ape_pct, v.p90_ape_pct);
-  if (v.interval_coverage_pct) line += fmt::format(", 90 % interval coverage {:.0f} %", *v.interval_coverage_pct);
-  return line;
+  if (!v.available || v.protocols.empty()) return "no validation figures";
+  std::vector<std::string> parts;
+  for (const auto& p : v.protocols) {
+    std::string part = fmt::format("{} MAPE {:.1f} % (p90 {:.1f} %", p.protocol, p.mape_pct, p.p90_ape_pct);
+    if (p.interval_coverage_pct) part += fmt::format(", 90 % interval covers {:.0f} %", *p.interval_coverage_pct);
+    parts.push_back(part + ")");
+  }
+  return fmt::format("held-out {}", fmt::join(parts, "; "));
 }
 
 }  // namespace
@@ -136,17 +140,17 @@ nlohmann::json to_json(const PredictReport& r) {
   for (const auto& u : r.uncertainty)
     uncertainty.push_back({{"reason", u.reason}, {"log_half_width", u.log_half_width}});
   nlohmann::json validation = {{"available", r.validation.available}};
-  if (r.validation.available) {
-    validation["protocol"] = r.validation.protocol;
-    validation["pairs"] = r.validation.pairs;
-    validation["mape_pct"] = r.validation.mape_pct;
-    validation["median_ape_pct"] = r.validation.median_ape_pct;
-    validation["p90_ape_pct"] = r.validation.p90_ape_pct;
-    validation["interval_coverage_pct"] = r.validation.interval_coverage_pct
-                                              ? nlohmann::json(*r.validation.interval_coverage_pct)
-                                              : nlohmann::json(nullptr);
-    validation["per_target_gpu"] = r.validation.per_target_gpu_mape_pct;
-  }
+  nlohmann::json protocols = nlohmann::json::array();
+  for (const auto& p : r.validation.protocols)
+    protocols.push_back({{"protocol", p.protocol},
+                         {"pairs", p.pairs},
+                         {"mape_pct", p.mape_pct},
+                         {"median_ape_pct", p.median_ape_pct},
+                         {"p90_ape_pct", p.p90_ape_pct},
+                         {"interval_coverage_pct", p.interval_coverage_pct ? nlohmann::json(*p.interval_coverage_pct)
+                                                                           : nlohmann::json(nullptr)},
+                         {"per_target_gpu", p.per_target_gpu_mape_pct}});
+  validation["protocols"] = std::move(protocols);
   validation["note"] = r.validation.note;
   return {
       {"source",
@@ -239,7 +243,7 @@ std::string render_table(const PredictReport& r) {
     out += fmt::format("Epoch time on each GPU, fastest first (90 % interval; cost of {} epochs at the cheapest on-demand price):\n",
                        r.epochs);
     out += fmt::format("{:>4}  {:<11} {:>10}  {:<21} {:>7}  {:<32} {:>10} {:>11}\n", "rank", "gpu", "epoch",
-                       "interval", "vs src", "cheapest instance", "$/epoch", fmt::format("${} ep", r.epochs));
+                       "interval", "vs src", "cheapest instance", "$/epoch", fmt::format("{} epochs", r.epochs));
     int rank = 0;
     for (const auto& p : r.predictions) {
       ++rank;
@@ -264,7 +268,7 @@ std::string render_table(const PredictReport& r) {
       out += fmt::format("\nCheapest per epoch (on demand, the GPU's share of the instance; prices as of {}):\n",
                          by_cost.front().instance->as_of);
       out += fmt::format("{:>4}  {:<11} {:<32} {:>9} {:>10} {:>11}\n", "rank", "gpu", "instance", "$/GPU-h",
-                         "$/epoch", fmt::format("${} ep", r.epochs));
+                         "$/epoch", fmt::format("{} epochs", r.epochs));
       const std::size_t shown = std::min<std::size_t>(by_cost.size(), 10);
       for (std::size_t i = 0; i < shown; ++i) {
         const auto& row = by_cost[i];
@@ -519,21 +523,32 @@ td.n,th.n{text-align:right}.muted{color:#777}#warnings li{color:#8a5300}
 
   h += R"(<h2>Model validation</h2><section id="validation">)";
   const ModelValidation& v = r.validation;
-  if (!v.available) {
+  if (!v.available || v.protocols.empty()) {
     h += R"(<p class="muted">No validation figures are available for this model.</p>)";
   } else {
-    h += "<table><tbody>";
-    h += fmt::format(R"(<tr><th>protocol</th><td>{}</td></tr><tr><th>pairs</th><td class="n">{}</td></tr>)",
-                     html_escape(v.protocol), v.pairs);
-    h += fmt::format(R"(<tr><th>MAPE</th><td class="n">{:.1f} %</td></tr><tr><th>median APE</th><td class="n">{:.1f} %</td></tr><tr><th>p90 APE</th><td class="n">{:.1f} %</td></tr>)",
-                     v.mape_pct, v.median_ape_pct, v.p90_ape_pct);
-    if (v.interval_coverage_pct)
-      h += fmt::format(R"(<tr><th>90 % interval coverage</th><td class="n">{:.1f} %</td></tr>)", *v.interval_coverage_pct);
+    h += R"(<table class="scores"><thead><tr><th>protocol</th><th class="n">pairs</th><th class="n">MAPE</th><th class="n">median APE</th><th class="n">p90 APE</th><th class="n">90 % interval coverage</th></tr></thead><tbody>)";
+    for (const auto& p : v.protocols)
+      h += fmt::format(
+          R"(<tr><td>{}</td><td class="n">{}</td><td class="n">{:.1f} %</td><td class="n">{:.1f} %</td><td class="n">{:.1f} %</td><td class="n">{}</td></tr>)",
+          html_escape(p.protocol), p.pairs, p.mape_pct, p.median_ape_pct, p.p90_ape_pct,
+          p.interval_coverage_pct ? fmt::format("{:.1f} %", *p.interval_coverage_pct) : "-");
     h += "</tbody></table>";
-    if (!v.per_target_gpu_mape_pct.empty()) {
-      h += R"(<table class="per-gpu"><thead><tr><th>target GPU</th><th class="n">MAPE</th></tr></thead><tbody>)";
-      for (const auto& [gpu, mape] : v.per_target_gpu_mape_pct)
-        h += fmt::format(R"(<tr><td>{}</td><td class="n">{:.1f} %</td></tr>)", html_escape(gpu), mape);
+    std::set<std::string> gpus;
+    for (const auto& p : v.protocols)
+      for (const auto& [gpu, mape] : p.per_target_gpu_mape_pct) gpus.insert(gpu);
+    if (!gpus.empty()) {
+      h += R"(<table class="per-gpu"><thead><tr><th>target GPU</th>)";
+      for (const auto& p : v.protocols) h += fmt::format(R"(<th class="n">{} MAPE</th>)", html_escape(p.protocol));
+      h += "</tr></thead><tbody>";
+      for (const auto& gpu : gpus) {
+        h += fmt::format("<tr><td>{}</td>", html_escape(gpu));
+        for (const auto& p : v.protocols) {
+          const auto it = p.per_target_gpu_mape_pct.find(gpu);
+          h += it == p.per_target_gpu_mape_pct.end() ? std::string(R"(<td class="n">-</td>)")
+                                                     : fmt::format(R"(<td class="n">{:.1f} %</td>)", it->second);
+        }
+        h += "</tr>";
+      }
       h += "</tbody></table>";
     }
   }

@@ -67,7 +67,7 @@ Service::Service(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
     s.model = std::make_shared<const StackedModel>(load_model(s.config.model_path));
     s.model_label = s.config.model_path;
   }
-  s.validation = bundled_validation(*s.model);
+  s.validation = load_validation(default_validation_path(), *s.model);
 }
 
 Service::~Service() = default;

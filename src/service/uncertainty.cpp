@@ -24,10 +24,10 @@ constexpr double kOutOfRangeHalfWidth = 0.15;
 constexpr double kZ90 = 1.6448536;
 
 double logo_mape_fraction(const ModelValidation& v, const std::string& gpu) {
-  if (v.available && v.protocol == "logo") {
-    if (auto it = v.per_target_gpu_mape_pct.find(gpu); it != v.per_target_gpu_mape_pct.end())
+  if (const ProtocolScores* logo = v.available ? v.find("logo") : nullptr) {
+    if (auto it = logo->per_target_gpu_mape_pct.find(gpu); it != logo->per_target_gpu_mape_pct.end())
       return it->second / 100.0;
-    return v.mape_pct / 100.0;
+    return logo->mape_pct / 100.0;
   }
   return kUnseenGpuMapeFallback;
 }

@@ -3,15 +3,83 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "epochcast/core/error.hpp"
 
 namespace epochcast {
 
-ModelValidation bundled_validation(const StackedModel& model) {
+std::string default_validation_path() {
+  if (const char* dir = std::getenv("EPOCHCAST_DATA_DIR"); dir && *dir)
+    return std::string(dir) + "/model-validation.json";
+  return std::string(EPOCHCAST_DATA_DIR) + "/model-validation.json";
+}
+
+namespace {
+
+ProtocolScores parse_scores(const nlohmann::json& j, const std::string& path, std::size_t index) {
+  auto number = [&](const char* key) {
+    if (!j.contains(key) || !j[key].is_number())
+      throw Error(ErrorCode::kParse, fmt::format("protocols[{}] lacks the number '{}'", index, key),
+                  {path, 0, 0, key});
+    return j[key].get<double>();
+  };
+  ProtocolScores s;
+  if (!j.contains("protocol") || !j["protocol"].is_string())
+    throw Error(ErrorCode::kParse, fmt::format("protocols[{}] lacks 'protocol'", index), {path, 0, 0, "protocol"});
+  s.protocol = j["protocol"].get<std::string>();
+  s.pairs = static_cast<int>(number("pairs"));
+  s.mape_pct = number("mape_pct");
+  s.median_ape_pct = number("median_ape_pct");
+  s.p90_ape_pct = number("p90_ape_pct");
+  if (j.contains("interval") && j["interval"].contains("coverage_pct") && j["interval"]["coverage_pct"].is_number())
+    s.interval_coverage_pct = j["interval"]["coverage_pct"].get<double>();
+  if (j.contains("per_target_gpu") && j["per_target_gpu"].is_object())
+    for (const auto& [gpu, mape] : j["per_target_gpu"].items())
+      if (mape.is_number()) s.per_target_gpu_mape_pct[gpu] = mape.get<double>();
+  return s;
+}
+
+}  // namespace
+
+ModelValidation load_validation(const std::string& path, const StackedModel& model) {
   ModelValidation v;
-  v.available = false;
-  v.note = fmt::format(
-      "Model fitted on {} pairs; its split-conformal 90 % interval is ×/÷{:.2f} around each prediction.",
-      model.training_pairs(), std::exp(model.interval_half_width_log()));
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    v.note = fmt::format("No validation figures ({} is absent); run `epochcast eval` to measure them.", path);
+    return v;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open validation figures '{}'", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(ErrorCode::kParse, fmt::format("not JSON: {}", e.what()), {path, 0, 0, ""});
+  }
+  if (!j.is_object() || !j.contains("protocols") || !j["protocols"].is_array())
+    throw Error(ErrorCode::kParse, "expected an object with a 'protocols' array", {path, 0, 0, "protocols"});
+  const std::string hash = j.value("model_schema_hash", "");
+  const auto pairs = j.value("training_pairs", std::size_t{0});
+  if (hash != model.schema_hash() || pairs != model.training_pairs()) {
+    v.note = fmt::format(
+        "No validation figures for this model: {} describes schema {} fitted on {} pairs, this model has schema {} "
+        "and {} pairs; run `epochcast eval` on its data.",
+        path, hash.empty() ? "?" : hash, pairs, model.schema_hash(), model.training_pairs());
+    return v;
+  }
+  for (std::size_t i = 0; i < j["protocols"].size(); ++i) v.protocols.push_back(parse_scores(j["protocols"][i], path, i));
+  v.available = !v.protocols.empty();
+  v.note = fmt::format("Held-out scores from `epochcast eval` ({}), {}; the model's split-conformal 90 % interval is "
+                       "×/÷{:.2f} around each prediction before widening.",
+                       j.value("generated", "date unknown"), j.value("command", "see docs/predict.md"),
+                       std::exp(model.interval_half_width_log()));
   return v;
 }
 

@@ -49,9 +49,8 @@ struct SourceRun {
   bool in_training_data = false;       // the GPU is a source in the model's training data
 };
 
-// The model's held-out accuracy, shown next to predictions so they can be judged.
-struct ModelValidation {
-  bool available = false;
+// One evaluation protocol's held-out scores (epochcast eval --json).
+struct ProtocolScores {
   std::string protocol;                // "lomo", "kfold", "logo"
   int pairs = 0;
   double mape_pct = 0;
@@ -59,7 +58,18 @@ struct ModelValidation {
   double p90_ape_pct = 0;
   std::optional<double> interval_coverage_pct;  // of the nominal 90 % interval
   std::map<std::string, double> per_target_gpu_mape_pct;
+};
+
+// The model's held-out accuracy, shown next to predictions so they can be judged.
+struct ModelValidation {
+  bool available = false;
+  std::vector<ProtocolScores> protocols;  // lomo first when present
   std::string note;                    // where the figures come from
+  [[nodiscard]] const ProtocolScores* find(const std::string& protocol) const {
+    for (const auto& p : protocols)
+      if (p.protocol == protocol) return &p;
+    return nullptr;
+  }
 };
 
 // Why an interval was widened: each reason adds a log-space half width in quadrature.

@@ -51,13 +51,15 @@ PredictReport sample_report() {
   r.warnings = {"source GPU H200 is not a source in the training data; intervals widened"};
   r.uncertainty = {{"unseen source GPU", std::log(1.3)}};
   r.validation.available = true;
-  r.validation.protocol = "lomo";
-  r.validation.pairs = 1516;
-  r.validation.mape_pct = 5.9;
-  r.validation.median_ape_pct = 3.8;
-  r.validation.p90_ape_pct = 12.5;
-  r.validation.interval_coverage_pct = 89.0;
-  r.validation.per_target_gpu_mape_pct = {{"T4", 6.1}, {"V100", 5.2}};
+  ProtocolScores lomo;
+  lomo.protocol = "lomo";
+  lomo.pairs = 1516;
+  lomo.mape_pct = 5.9;
+  lomo.median_ape_pct = 3.8;
+  lomo.p90_ape_pct = 12.5;
+  lomo.interval_coverage_pct = 89.0;
+  lomo.per_target_gpu_mape_pct = {{"T4", 6.1}, {"V100", 5.2}};
+  r.validation.protocols = {lomo};
   return r;
 }
 
@@ -125,7 +127,8 @@ TEST(Json, PredictObjectFollowsTheIssueContract) {
   EXPECT_TRUE(j["predictions"][0]["measured"].get<bool>());
   EXPECT_NEAR(j["predictions"][2]["instances"][0]["usd_total"].get<double>(), 0.526 * 40 / 3600 * 10, 1e-12);
   EXPECT_EQ(j["warnings"].size(), 1u);
-  EXPECT_EQ(j["validation"]["protocol"], "lomo");
+  EXPECT_EQ(j["validation"]["protocols"][0]["protocol"], "lomo");
+  EXPECT_DOUBLE_EQ(j["validation"]["protocols"][0]["interval_coverage_pct"].get<double>(), 89.0);
 }
 
 TEST(Json, NonFiniteNumbersBecomeNull) {

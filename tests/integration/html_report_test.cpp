@@ -1,0 +1,239 @@
+// The HTML report opened in a real browser (Debian chromium, headless): the DOM it builds holds
+// the report's parts, and the screenshot shows them (not a blank page).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "epochcast/service/render.hpp"
+
+namespace epochcast {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kChromium = "/usr/bin/chromium";
+
+// Decodes an 8-bit RGB/RGBA PNG with the standard library only and reports pixel statistics,
+// including how many pixels carry the colours the report uses for bars and epoch spans.
+constexpr const char* kPngStats = R"PY(
+import json, struct, sys, zlib
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
+pos, idat, ihdr = 8, b'', None
+while pos < len(data):
+    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + n]
+    if kind == b'IHDR': ihdr = struct.unpack('>IIBBBBB', body)
+    if kind == b'IDAT': idat += body
+    pos += 12 + n
+w, h, depth, ctype = ihdr[0], ihdr[1], ihdr[2], ihdr[3]
+assert depth == 8 and ctype in (2, 6), 'unsupported PNG %d/%d' % (depth, ctype)
+bpp = 3 if ctype == 2 else 4
+raw, stride = zlib.decompress(idat), w * bpp
+prev, rows, i = bytearray(stride), [], 0
+for _ in range(h):
+    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0
+        b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + ((a + b) >> 1)) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else (b if pb <= pc else c))) & 255
+    rows.append(line); prev = line
+counts = {}
+for line in rows:
+    for x in range(0, stride, bpp):
+        px = bytes(line[x:x + 3]); counts[px] = counts.get(px, 0) + 1
+total = w * h
+background = max(counts.values())
+def near(rgb):
+    return sum(n for px, n in counts.items() if all(abs(px[k] - rgb[k]) <= 6 for k in range(3)))
+print(json.dumps({'width': w, 'height': h, 'distinct': len(counts),
+                  'non_background_fraction': 1 - background / total,
+                  'bar_pixels': near((0x3b, 0x6f, 0xb6)) + near((0x9d, 0xb6, 0xda)),
+                  'measured_pixels': near((0x2a, 0x7d, 0x2a)),
+                  'epoch_span_pixels': near((0xe8, 0xf0, 0xfb)) + near((0xf4, 0xf8, 0xfd))}))
+)PY";
+
+std::string run_capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  pclose(pipe);
+  return out;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  std::random_device rd;
+  const fs::path dir = fs::temp_directory_path() / ("epochcast-" + name + "-" + std::to_string(rd()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string chromium_flags(const fs::path& profile) {
+  return "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
+         "--disable-component-update --disable-sync --user-data-dir=" + profile.string();
+}
+
+std::string dump_dom(const fs::path& html, const fs::path& dir) {
+  return run_capture("timeout 90 " + std::string(kChromium) + " " + chromium_flags(dir / "profile-dom") +
+                     " --dump-dom file://" + html.string() + " 2>/dev/null");
+}
+
+nlohmann::json screenshot_stats(const fs::path& html, const fs::path& dir) {
+  const fs::path png = dir / "page.png";
+  const std::string cmd = "timeout 90 " + std::string(kChromium) + " " + chromium_flags(dir / "profile-shot") +
+                          " --screenshot=" + png.string() + " --window-size=1200,1800 file://" + html.string() +
+                          " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0 || !fs::exists(png)) return nullptr;
+  const fs::path script = dir / "png_stats.py";
+  std::ofstream(script) << kPngStats;
+  const std::string out = run_capture("python3 " + script.string() + " " + png.string());
+  try {
+    return nlohmann::json::parse(out);
+  } catch (const nlohmann::json::exception&) {
+    ADD_FAILURE() << "png_stats printed: " << out;
+    return nullptr;
+  }
+}
+
+std::size_t count(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1)) ++n;
+  return n;
+}
+
+PredictReport hand_built_report() {
+  PredictReport r;
+  r.source.gpu = "h200";
+  r.source.gpu_name = "NVIDIA H200 SXM 141GB";
+  r.source.gpu_name_in_trace = "NVIDIA H200";
+  r.source.trace = "synthetic.csv";
+  r.source.measured_epoch_s = 5;
+  r.source.detected.found = true;
+  r.source.detected.period_s = 5;
+  r.source.detected.confidence = 0.95;
+  for (int i = 0; i < 6; ++i) r.source.detected.epochs.push_back({10.0 + 5 * i, 15.0 + 5 * i});
+  const std::array<std::pair<const char*, double>, 4> gpus = {{{"h200", 5}, {"a100-80gb", 9}, {"v100", 21}, {"t4", 48}}};
+  for (const auto& [id, s] : gpus) {
+    GpuPrediction p;
+    p.gpu = id;
+    p.gpu_name = id;
+    p.epoch_s = s;
+    p.measured = std::string(id) == "h200";
+    p.in_training_data = !p.measured && std::string(id) != "a100-80gb";
+    p.interval_lo_s = p.measured ? s : s * 0.8;
+    p.interval_hi_s = p.measured ? s : s * 1.25;
+    if (!p.measured) {
+      InstanceCost c;
+      c.provider = "aws";
+      c.instance = std::string(id) + ".xlarge";
+      c.gpu_share_usd_h = 1.0;
+      c.usd_per_epoch = s / 3600;
+      c.usd_total = 10 * s / 3600;
+      c.as_of = "2024-06-01";
+      p.instances.push_back(c);
+    }
+    r.predictions.push_back(p);
+  }
+  r.warnings = {"source GPU h200 is never a source in the training data"};
+  return r;
+}
+
+Trace hand_built_trace() {
+  Trace t;
+  t.source = "synthetic.csv";
+  t.format = "canonical";
+  for (int i = 0; i < 450; ++i) t.time_s.push_back(i * 0.1);
+  t.channel(Metric::kGpuUtil);
+  t.channel(Metric::kPower);
+  for (int i = 0; i < 450; ++i) {
+    const double s = i * 0.1;
+    const bool busy = s >= 10 && s < 40;
+    const double phase = std::fmod(s - 10, 5.0);
+    t.find(Metric::kGpuUtil)->values[i] = busy ? (phase > 4.5 ? 30 : 98) : 0;
+    t.find(Metric::kPower)->values[i] = busy ? (phase > 4.5 ? 200 : 650) : 120;
+  }
+  return t;
+}
+
+TEST(HtmlReport, HandBuiltReportRendersInChromium) {
+  if (!fs::exists(kChromium)) GTEST_SKIP() << "chromium is not installed";
+  const fs::path dir = fresh_dir("html");
+  const fs::path html = dir / "report.html";
+  write_html_report(html.string(), hand_built_report(), hand_built_trace());
+
+  const std::string dom = dump_dom(html, dir);
+  ASSERT_FALSE(dom.empty()) << "chromium printed no DOM";
+  EXPECT_NE(dom.find("id=\"trace-chart\""), std::string::npos);
+  EXPECT_NE(dom.find("id=\"prediction-chart\""), std::string::npos);
+  EXPECT_NE(dom.find("id=\"cost-table\""), std::string::npos);
+  EXPECT_NE(dom.find("id=\"validation\""), std::string::npos);
+  EXPECT_EQ(count(dom, "class=\"epoch-marker\""), 7u);  // 6 starts + the last end
+  EXPECT_EQ(count(dom, "class=\"bar"), 4u);
+  EXPECT_EQ(count(dom, "class=\"bar measured\""), 1u);
+  EXPECT_EQ(count(dom, "<tr data-gpu="), 3u);  // the measured H200 row has no price
+
+  const nlohmann::json stats = screenshot_stats(html, dir);
+  ASSERT_FALSE(stats.is_null()) << "no screenshot";
+  EXPECT_EQ(stats["width"], 1200);
+  EXPECT_GT(stats["distinct"].get<int>(), 20);
+  EXPECT_GT(stats["non_background_fraction"].get<double>(), 0.02);
+  EXPECT_GT(stats["bar_pixels"].get<int>(), 500) << stats.dump();
+  EXPECT_GT(stats["measured_pixels"].get<int>(), 100) << stats.dump();
+  EXPECT_GT(stats["epoch_span_pixels"].get<int>(), 1000) << stats.dump();
+  fs::remove_all(dir);
+}
+
+TEST(HtmlReport, BlankPageFailsThePixelCheck) {
+  // The checker must be able to fail: a page with nothing on it has no bar pixels.
+  if (!fs::exists(kChromium)) GTEST_SKIP() << "chromium is not installed";
+  const fs::path dir = fresh_dir("blank");
+  const fs::path html = dir / "blank.html";
+  std::ofstream(html) << "<!DOCTYPE html><html><body style=\"background:#fff\"></body></html>";
+  const nlohmann::json stats = screenshot_stats(html, dir);
+  ASSERT_FALSE(stats.is_null());
+  EXPECT_LT(stats["non_background_fraction"].get<double>(), 0.001);
+  EXPECT_EQ(stats["bar_pixels"].get<int>(), 0);
+  fs::remove_all(dir);
+}
+
+TEST(HtmlReport, PredictCommandWritesAReportThatRenders) {
+  if (!fs::exists(kChromium)) GTEST_SKIP() << "chromium is not installed";
+  const fs::path dir = fresh_dir("cli-html");
+  const fs::path html = dir / "vgg16.html";
+  const std::string trace = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32.smi.csv";
+  const std::string out = run_capture(std::string(EPOCHCAST_CLI) + " predict " + trace + " --json --html " +
+                                      html.string() + " 2>/dev/null");
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_TRUE(fs::exists(html));
+  const std::size_t predictions = j["predictions"].size();
+  ASSERT_GT(predictions, 1u);
+  const std::string dom = dump_dom(html, dir);
+  EXPECT_EQ(count(dom, "class=\"bar"), predictions);
+  EXPECT_EQ(count(dom, "class=\"epoch-marker\""), j["source"]["detected"]["epochs"].size() + 1);
+  EXPECT_NE(dom.find("id=\"cost-table\""), std::string::npos);
+  const nlohmann::json stats = screenshot_stats(html, dir);
+  ASSERT_FALSE(stats.is_null());
+  EXPECT_GT(stats["bar_pixels"].get<int>(), 500) << stats.dump();
+  EXPECT_GT(stats["epoch_span_pixels"].get<int>(), 1000) << stats.dump();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace epochcast

@@ -1,0 +1,270 @@
+// End-to-end `epochcast predict` on the shared H200 traces, through the built CLI.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct RunResult {
+  int status = -1;
+  std::string out;
+};
+
+RunResult run(const std::string& args) {
+  RunResult r;
+  FILE* pipe = popen((std::string(EPOCHCAST_CLI) + " " + args + " 2>/dev/null").c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string data(const std::string& name) { return std::string(EPOCHCAST_TEST_DATA) + "/h200/" + name; }
+
+nlohmann::json truth(const std::string& run_name) {
+  std::ifstream in(data(run_name + ".truth.json"));
+  return nlohmann::json::parse(in);
+}
+
+// Catalog ids from data/gpus.csv (first column), the GPUs every prediction must cover.
+std::set<std::string> catalog_ids() {
+  std::ifstream in(std::string(EPOCHCAST_SOURCE_DIR) + "/data/gpus.csv");
+  std::set<std::string> ids;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') ids.insert(line.substr(0, line.find(',')));
+  return ids;
+}
+
+nlohmann::json predict_json(const std::string& run_name, const std::string& extra = "") {
+  const RunResult r = run("predict " + data(run_name + ".smi.csv") + " --json " + extra);
+  EXPECT_EQ(r.status, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+const nlohmann::json* row(const nlohmann::json& report, const std::string& gpu) {
+  for (const auto& p : report["predictions"])
+    if (p["gpu"] == gpu) return &p;
+  return nullptr;
+}
+
+// Runs whose epochs carry a boundary signature (README of the traces).
+const char* const kSignatureRuns[] = {"vgg16_224_bs32_fp32", "resnet50_224_bs256_bf16",
+                                      "effnetb0_224_bs64_ckpt_500ms", "resnet18_32_bs128_cpuloader",
+                                      "lenet5_28_bs64_fp32"};
+const char* const kSaturatedRuns[] = {"vgg16_224_bs32_fp32", "resnet50_224_bs256_bf16",
+                                      "effnetb0_224_bs64_ckpt_500ms"};
+
+class PredictSignatureRun : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PredictSignatureRun, MeasuredEpochWithinThreePercentAndEveryGpuPredicted) {
+  const std::string name = GetParam();
+  const nlohmann::json j = predict_json(name);
+  ASSERT_TRUE(j.contains("source")) << j.dump();
+  EXPECT_EQ(j["source"]["gpu"], "h200");
+  ASSERT_TRUE(j["source"]["detected"]["found"].get<bool>()) << j["source"]["detected"].dump();
+
+  const double truth_s = truth(name)["mean_epoch_s"].get<double>();
+  const nlohmann::json* h200 = row(j, "h200");
+  ASSERT_NE(h200, nullptr);
+  EXPECT_TRUE((*h200)["measured"].get<bool>());
+  EXPECT_NEAR((*h200)["epoch_s"].get<double>(), truth_s, 0.03 * truth_s) << name;
+
+  std::set<std::string> seen;
+  for (const auto& p : j["predictions"]) {
+    seen.insert(p["gpu"].get<std::string>());
+    const double e = p["epoch_s"].get<double>();
+    EXPECT_TRUE(std::isfinite(e) && e > 0) << p.dump();
+    EXPECT_LE(p["interval_s"][0].get<double>(), e) << p.dump();
+    EXPECT_GE(p["interval_s"][1].get<double>(), e) << p.dump();
+    if (!p["measured"].get<bool>()) EXPECT_LT(p["interval_s"][0].get<double>(), p["interval_s"][1].get<double>());
+  }
+  EXPECT_EQ(seen, catalog_ids());
+  // Ranked fastest first.
+  for (std::size_t i = 1; i < j["predictions"].size(); ++i)
+    EXPECT_LE(j["predictions"][i - 1]["epoch_s"].get<double>(), j["predictions"][i]["epoch_s"].get<double>());
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, PredictSignatureRun, ::testing::ValuesIn(kSignatureRuns));
+
+class PredictSaturatedRun : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PredictSaturatedRun, EveryOlderGpuIsSlowerThanTheH200) {
+  const nlohmann::json j = predict_json(GetParam());
+  const nlohmann::json* h200 = row(j, "h200");
+  ASSERT_NE(h200, nullptr);
+  for (const char* older : {"t4", "p100", "v100", "a10g"}) {
+    const nlohmann::json* p = row(j, older);
+    ASSERT_NE(p, nullptr) << older;
+    EXPECT_GT((*p)["epoch_s"].get<double>(), (*h200)["epoch_s"].get<double>()) << older << " in " << GetParam();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, PredictSaturatedRun, ::testing::ValuesIn(kSaturatedRuns));
+
+TEST(Predict, UnseenSourceGpuIsWarnedAndIntervalsWidened) {
+  const nlohmann::json j = predict_json("vgg16_224_bs32_fp32");
+  EXPECT_FALSE(j["source"]["in_training_data"].get<bool>());
+  bool warned = false;
+  for (const auto& w : j["warnings"]) warned |= w.get<std::string>().find("never a source in the training data") != std::string::npos;
+  EXPECT_TRUE(warned) << j["warnings"].dump();
+  ASSERT_FALSE(j["uncertainty"].empty());
+  // A widened interval spans more than the model's own conformal interval alone would.
+  const nlohmann::json* t4 = row(j, "t4");
+  ASSERT_NE(t4, nullptr);
+  const double ratio = (*t4)["interval_s"][1].get<double>() / (*t4)["epoch_s"].get<double>();
+  EXPECT_GT(ratio, 1.2);
+}
+
+TEST(Predict, CostsFollowPricesAndEpochs) {
+  const nlohmann::json j10 = predict_json("resnet50_224_bs256_bf16", "--epochs 10");
+  const nlohmann::json j90 = predict_json("resnet50_224_bs256_bf16", "--epochs 90");
+  const nlohmann::json* t4 = row(j10, "t4");
+  const nlohmann::json* t4_90 = row(j90, "t4");
+  ASSERT_TRUE(t4 && t4_90);
+  ASSERT_FALSE((*t4)["instances"].empty());
+  for (const auto& inst : (*t4)["instances"]) {
+    if (inst["instance"] == "g4dn.xlarge") {
+      EXPECT_NEAR(inst["usd_per_epoch"].get<double>(), 0.526 * (*t4)["epoch_s"].get<double>() / 3600, 1e-9);
+    }
+    EXPECT_NEAR(inst["usd_total"].get<double>(), 10 * inst["usd_per_epoch"].get<double>(), 1e-9);
+  }
+  EXPECT_NEAR((*t4_90)["instances"][0]["usd_total"].get<double>(),
+              90 * (*t4_90)["instances"][0]["usd_per_epoch"].get<double>(), 1e-9);
+  // Cheapest instance first within a GPU.
+  for (std::size_t i = 1; i < (*t4)["instances"].size(); ++i)
+    EXPECT_LE((*t4)["instances"][i - 1]["usd_per_epoch"].get<double>(), (*t4)["instances"][i]["usd_per_epoch"].get<double>());
+}
+
+TEST(Predict, GpuSubsetAndSourceOverride) {
+  const nlohmann::json j = predict_json("vgg16_224_bs32_fp32", "--gpus t4,v100");
+  std::set<std::string> ids;
+  for (const auto& p : j["predictions"]) ids.insert(p["gpu"].get<std::string>());
+  EXPECT_EQ(ids, (std::set<std::string>{"h200", "t4", "v100"}));
+  // Real nvidia-smi names resolve to catalog rows.
+  const nlohmann::json k = predict_json("vgg16_224_bs32_fp32", "--source-gpu 'NVIDIA H100 80GB HBM3' --gpus t4");
+  EXPECT_EQ(k["source"]["gpu"], "h100-sxm");
+}
+
+TEST(Predict, TableIsRankedAndReadable) {
+  const RunResult r = run("predict " + data("vgg16_224_bs32_fp32.smi.csv"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("rank"));
+  EXPECT_THAT(r.out, HasSubstr("measured"));
+  EXPECT_THAT(r.out, HasSubstr("Cheapest per epoch"));
+  EXPECT_THAT(r.out, HasSubstr("Warnings:"));
+  EXPECT_LT(r.out.find("h200"), r.out.find("t4 "));  // the H200 is faster than the T4
+}
+
+TEST(Predict, FolderGivesOneSummaryRowPerTrace) {
+  const RunResult r = run("predict " + std::string(EPOCHCAST_TEST_DATA) + "/h200 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_EQ(j["summary"].size(), 6u);  // *.smi.csv only: host logs and truth files skipped
+  ASSERT_EQ(j["traces"].size(), 6u);
+  for (const auto& s : j["summary"]) {
+    EXPECT_FALSE(s.contains("error")) << s.dump();
+    EXPECT_EQ(s["source_gpu"], "h200");
+  }
+  const RunResult table = run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " " + data("lenet5_28_bs64_fp32.smi.csv"));
+  ASSERT_EQ(table.status, 0);
+  EXPECT_THAT(table.out, HasSubstr("vgg16_224_bs32_fp32.smi.csv"));
+  EXPECT_THAT(table.out, HasSubstr("lenet5_28_bs64_fp32.smi.csv"));
+}
+
+TEST(Predict, NoValidationRunIsHonest) {
+  // No boundary signature: either no epochs (and no invented prediction) or a warning.
+  const nlohmann::json j = predict_json("mobilenetv2_224_bs128_noval");
+  const bool found = j["source"]["detected"]["found"].get<bool>();
+  if (!found) {
+    EXPECT_FALSE(j["warnings"].empty());
+  } else {
+    const double truth_s = truth("mobilenetv2_224_bs128_noval")["mean_epoch_s"].get<double>();
+    EXPECT_NEAR(j["source"]["measured_epoch_s"].get<double>(), truth_s, 0.03 * truth_s);
+  }
+}
+
+TEST(PredictErrors, UnknownSourceGpuListsTheCatalog) {
+  const RunResult r = run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --source-gpu 'Radeon 9000' --json");
+  EXPECT_EQ(r.status, 6);  // not_found
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["error"]["code"], "not_found");
+  const std::string message = j["error"]["message"];
+  EXPECT_THAT(message, HasSubstr("Radeon 9000"));
+  EXPECT_THAT(message, HasSubstr("t4"));
+  EXPECT_THAT(message, HasSubstr("h200"));
+}
+
+TEST(PredictErrors, BadArgumentsAndFilesGiveTheirExitCodes) {
+  EXPECT_EQ(run("predict /nonexistent/trace.csv").status, 3);
+  EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --epochs 0").status, 2);
+  EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --gpus nosuchgpu").status, 6);
+  EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --model /nonexistent/model.json").status, 3);
+  EXPECT_EQ(run("predict " + std::string(EPOCHCAST_TEST_DATA) + "/h200 --html x.html").status, 2);
+}
+
+TEST(PredictErrors, BadPriceCatalogNamesFileLineAndField) {
+  std::random_device rd;
+  const fs::path file = fs::temp_directory_path() / ("epochcast-prices-" + std::to_string(rd()) + ".csv");
+  std::ofstream(file) << "provider,instance,gpu,gpu_count,region,on_demand_usd_h,spot_usd_h,as_of,source\n"
+                         "aws,g4dn.xlarge,t4,1,us-east-1,cheap,,2024-06-01,x\n";
+  const RunResult r = run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --json --prices " + file.string());
+  fs::remove(file);
+  EXPECT_EQ(r.status, 4);  // parse
+  EXPECT_THAT(r.out, HasSubstr(file.filename().string() + ":2:"));
+  EXPECT_THAT(r.out, HasSubstr("on_demand_usd_h"));
+}
+
+TEST(PredictErrors, TraceWithoutGpuNameNeedsSourceGpu) {
+  std::random_device rd;
+  const fs::path file = fs::temp_directory_path() / ("epochcast-noname-" + std::to_string(rd()) + ".csv");
+  {
+    // The vgg16 log without its index and name columns.
+    std::ifstream in(data("vgg16_224_bs32_fp32.smi.csv"));
+    std::ofstream out(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> cells;
+      std::stringstream ss(line);
+      std::string cell;
+      while (std::getline(ss, cell, ',')) cells.push_back(cell);
+      std::string joined;
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        if (i == 1 || i == 2) continue;
+        joined += (joined.empty() ? "" : ",") + cells[i];
+      }
+      out << joined << "\n";
+    }
+  }
+  const RunResult without = run("predict " + file.string() + " --json");
+  EXPECT_EQ(without.status, 2) << without.out;
+  EXPECT_THAT(without.out, HasSubstr("--source-gpu"));
+  const RunResult with = run("predict " + file.string() + " --json --source-gpu h200 --gpus t4");
+  EXPECT_EQ(with.status, 0) << with.out;
+  fs::remove(file);
+}
+
+}  // namespace
