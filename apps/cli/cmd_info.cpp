@@ -83,12 +83,15 @@ void print_table(const Trace& t, const std::vector<ChannelSummary>& channels, st
   auto row = [&](std::string_view key, const std::string& value) { out << fmt::format("{:<12} {}\n", key, value); };
   row("trace", t.source);
   row("format", t.format);
-  std::string gpu = fmt::format("{} {}", t.gpu.index, t.gpu.name);
+  auto gpu_label = [](const GpuIdentity& g) {
+    return g.name.empty() ? std::to_string(g.index) : fmt::format("{} {}", g.index, g.name);
+  };
+  std::string gpu = gpu_label(t.gpu);
   if (!t.gpu.uuid.empty()) gpu += fmt::format(" ({})", t.gpu.uuid);
   row("gpu", gpu);
   if (t.gpus_in_source.size() > 1) {
     std::vector<std::string> all;
-    for (const auto& g : t.gpus_in_source) all.push_back(fmt::format("{} {}", g.index, g.name));
+    for (const auto& g : t.gpus_in_source) all.push_back(gpu_label(g));
     row("gpus", fmt::format("{} in source: {}; reading GPU {}", t.gpus_in_source.size(), fmt::join(all, ", "),
                             t.gpu.index));
   }
@@ -97,7 +100,9 @@ void print_table(const Trace& t, const std::vector<ChannelSummary>& channels, st
   row("duration", fmt::format("{:.3f} s", t.duration_s()));
   row("interval", fmt::format("median {:.3f} s, max {:.3f} s", t.median_interval_s(), t.max_interval_s()));
   row("gaps", fmt::format("{} (longer than 3x the median interval)", d.gaps));
-  row("rows", fmt::format("{} read, {} skipped{}", d.rows_read, d.rows_skipped,
+  row("rows", fmt::format("{} read{}, {} skipped{}", d.rows_read,
+                          t.gpus_in_source.size() > 1 ? fmt::format(" (all {} GPUs)", t.gpus_in_source.size()) : "",
+                          d.rows_skipped,
                           d.truncated_last_line ? " (last line cut mid-write)" : ""));
   row("time", fmt::format("{} repeated, {} backward clock steps, {} midnight roll-overs", d.repeated_timestamps,
                           d.backward_steps, d.midnight_rollovers));

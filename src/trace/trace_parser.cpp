@@ -464,7 +464,7 @@ double TraceParser::smi_value(Column& col, std::string_view text, std::string_vi
     const auto f = detail::unit_factor(rest, col.canonical_unit);
     if (!f)
       fail_at(field, rest, col.name,
-              fmt::format("unknown unit '{}' (expected {})", printable(rest),
+              fmt::format("unknown or wrong unit '{}' (expected {})", printable(rest),
                           col.canonical_unit.empty() ? "no unit" : col.canonical_unit));
     col.last_value_unit = std::string(rest);
     col.last_value_factor = *f;
@@ -907,7 +907,8 @@ Trace TraceParser::build_impl(bool steal) const {
     std::vector<std::string> listed;
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       const double mean = gpus_[i].busy_n ? gpus_[i].busy_sum / static_cast<double>(gpus_[i].busy_n) : 0;
-      listed.push_back(fmt::format("{} {} ({:.1f} mean)", gpus_[i].id.index, gpus_[i].id.name, mean));
+      listed.push_back(fmt::format("{}{}{} ({:.1f} mean)", gpus_[i].id.index, gpus_[i].id.name.empty() ? "" : " ",
+                                   gpus_[i].id.name, mean));
       if (mean > best) {
         best = mean;
         sel = i;
@@ -977,8 +978,7 @@ Trace TraceParser::build_impl(bool steal) const {
     for (std::size_t i = 1; i < n; ++i)
       if (t.time_s[i] - t.time_s[i - 1] > 3 * median) ++d.gaps;
   if (d.gaps) d.warnings.push_back(fmt::format("{} gap(s) longer than 3x the median interval", d.gaps));
-  if (missing_values_)
-    d.warnings.push_back(fmt::format("{} missing values ([N/A], [Not Supported], N/A or empty) read as NaN", missing_values_));
+
   if (repeated_headers_) d.warnings.push_back(fmt::format("{} repeated header line(s) skipped", repeated_headers_));
   if (d.rows_skipped && !d.truncated_last_line)
     d.warnings.push_back(fmt::format("{} bad row(s) skipped (--lenient)", d.rows_skipped));
@@ -999,6 +999,11 @@ Trace TraceParser::build_impl(bool steal) const {
     c.values.resize(n, kNaN);
     t.channels.push_back(std::move(c));
   }
+  std::size_t missing = 0;
+  for (const auto& c : t.channels)
+    for (double v : c.values) missing += std::isnan(v);
+  if (missing)
+    d.warnings.push_back(fmt::format("{} missing value(s) ([N/A], [Not Supported], N/A or empty) read as NaN", missing));
   return t;
 }
 
