@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,7 @@ SyntheticSpec day_spec() {
   SyntheticSpec s;
   s.interval_s = 0.1;
   s.period_s = 600;
-  s.epochs = 143;
+  s.epochs = 145;  // a little over 24 h; cut to exactly 864,000 samples
   s.event_duty = 0.03;
   s.idle_head_s = 60;
   s.warmup_s = 60;
@@ -45,6 +46,7 @@ SyntheticSpec day_spec() {
 const Trace& day_trace() {
   static const Trace trace = [] {
     auto t = make_synthetic_trace(day_spec(), 1).trace;
+    if (t.size() < 864000) throw std::runtime_error("day trace shorter than 864,000 samples");
     t.time_s.resize(864000);
     for (auto& c : t.channels) c.values.resize(864000);
     return t;
@@ -54,6 +56,12 @@ const Trace& day_trace() {
 
 void BM_Detect24h10Hz6Channels(benchmark::State& state) {
   const Trace& trace = day_trace();
+  const auto check = detect_epochs(trace);
+  if (!check.found || std::abs(check.period_s - 600) > 6) {
+    state.SkipWithError(("24 h trace not detected: " + check.reason).c_str());
+    return;
+  }
+  state.counters["period_s"] = check.period_s;
   for (auto _ : state) {
     auto seg = detect_epochs(trace);
     benchmark::DoNotOptimize(seg);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -86,10 +85,14 @@ std::vector<double> robust_z(std::span<const double> y) {
   const double slope = sxx > 0 ? sxy / sxx : 0;
   std::vector<double> r(n);
   for (std::size_t i = 0; i < n; ++i) r[i] = y[i] - ym - slope * (static_cast<double>(i) - xm);
-  const double med = signal::median(r);
-  std::vector<double> dev(n);
-  for (std::size_t i = 0; i < n; ++i) dev[i] = std::abs(r[i] - med);
-  double scale = 1.4826 * signal::median(dev);
+  // Median and MAD from an evenly strided subsample (at most 65536 values).
+  const std::size_t stride = (n + 65535) / 65536;
+  std::vector<double> sample;
+  sample.reserve(n / stride + 1);
+  for (std::size_t i = 0; i < n; i += stride) sample.push_back(r[i]);
+  const double med = signal::median(sample);
+  for (double& v : sample) v = std::abs(v - med);
+  double scale = 1.4826 * signal::median(sample);
   if (!(scale > 0)) {
     double ss = 0;
     for (double v : r) ss += (v - med) * (v - med);
@@ -131,9 +134,15 @@ Region find_training_region(const std::vector<Uniform>& channels, std::string& n
   for (Metric m : kActivityChannels) {
     for (const auto& c : channels) {
       if (c.metric != m) continue;
-      const double q_lo = signal::quantile(c.values, 0.05);
-      const double q_hi = signal::quantile(c.values, 0.95);
-      if (q_hi - q_lo > 1e-6 * (std::abs(q_hi) + 1)) {
+      // Idle and busy levels; idle may be a sliver of a long trace, hence the 1 % quantile.
+      const double q_lo = signal::quantile_sampled(c.values, 0.01);
+      const double q_hi = signal::quantile_sampled(c.values, 0.99);
+      // Sample-to-sample noise: a contrast within a few noise widths is no busy/idle contrast.
+      std::vector<double> diffs;
+      const std::size_t stride = (c.values.size() + 65535) / 65536;
+      for (std::size_t i = 0; i + 1 < c.values.size(); i += stride) diffs.push_back(std::abs(c.values[i + 1] - c.values[i]));
+      const double noise = diffs.empty() ? 0.0 : 1.4826 * signal::median(diffs) / std::sqrt(2.0);
+      if (q_hi - q_lo > std::max(8 * noise, 1e-6 * (std::abs(q_hi) + 1))) {
         activity = &c;
         lo = q_lo;
         hi = q_hi;
@@ -216,14 +225,15 @@ struct Analysis {
 // that only structure shorter than a few times `hi` counts.
 std::vector<double> combined_acf(const Analysis& an, std::size_t level, std::size_t lo,
                                  std::size_t hi, bool use_high_pass,
-                                 std::vector<std::vector<double>>* per_channel = nullptr) {
+                                 std::vector<std::vector<double>>* per_channel = nullptr,
+                                 std::size_t window_cap = kAcfWindow) {
   std::vector<double> total(hi - lo + 1, 0.0);
   std::vector<double> r;
   double wsum = 0;
   if (per_channel) per_channel->assign(an.metrics.size(), {});
   for (std::size_t c = 0; c < an.metrics.size(); ++c) {
     if (level >= an.pyramid[c].size()) continue;
-    auto window = centred_window(an.pyramid[c][level], kAcfWindow);
+    auto window = centred_window(an.pyramid[c][level], window_cap);
     std::vector<double> x(window.begin(), window.end());
     if (use_high_pass) high_pass(x, 4 * hi);
     const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
@@ -318,7 +328,9 @@ std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_
 double acf_at(const Analysis& an, std::size_t level, double lag) {
   const auto lo = static_cast<std::size_t>(std::max(1.0, std::floor(lag - 1)));
   const auto hi = static_cast<std::size_t>(std::ceil(lag + 1));
-  const auto total = combined_acf(an, level, lo, hi, false);
+  const std::size_t len = an.pyramid.front()[level].size();
+  if (hi + 2 >= len) return 0.0;
+  const auto total = combined_acf(an, level, lo, hi, false, nullptr, len);
   return total.empty() ? 0.0 : *std::max_element(total.begin(), total.end());
 }
 
@@ -352,7 +364,14 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     // period nested inside the epoch.
     const double tolerance = m <= 4 ? 0.10 : 0.02;
     const bool multiple = std::abs(ratio - m) <= tolerance * m;
-    if (!multiple && (chosen.period_samples == best.period_samples || c.score > chosen.score)) chosen = c;
+    if (multiple) continue;
+    // Compare on best's level: a coarse level's ACF is inflated by its averaging.
+    const auto level = static_cast<std::size_t>(best.level);
+    const double scale = std::ldexp(1.0, best.level);
+    const double r_best = acf_at(an, level, best.period_samples / scale);
+    const double r_c = acf_at(an, level, c.period_samples / scale);
+    if (r_c < 0.8 * r_best) continue;
+    if (chosen.period_samples == best.period_samples || c.score > chosen.score) chosen = c;
   }
   return chosen;
 }
@@ -423,9 +442,14 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_
       high_pass(z[c], static_cast<std::size_t>(std::ceil(3 * period)));
   }
   std::vector<std::size_t> bin_of(len);
-  for (std::size_t i = 0; i < len; ++i) {
-    const double phase = std::fmod(static_cast<double>(i), period) / period;
-    bin_of[i] = std::min(bins - 1, static_cast<std::size_t>(phase * static_cast<double>(bins)));
+  {
+    const double bins_per_sample = static_cast<double>(bins) / period;
+    double phase = 0;
+    for (std::size_t i = 0; i < len; ++i) {
+      bin_of[i] = std::min(bins - 1, static_cast<std::size_t>(phase * bins_per_sample));
+      phase += 1;
+      if (phase >= period) phase -= period;
+    }
   }
   std::vector<std::size_t> count(bins, 0);
   for (std::size_t i = 0; i < len; ++i) ++count[bin_of[i]];
@@ -594,11 +618,14 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
   const auto bins = static_cast<std::size_t>(std::clamp(std::ceil(period_samples), 2.0, 256.0));
   std::vector<double> sum(bins, 0.0);
   std::vector<std::size_t> count(bins, 0);
+  const double bins_per_sample = static_cast<double>(bins) / period_samples;
+  double phase = 0;  // samples into the current period; incremental, no fmod per sample
   for (std::size_t i = 0; i < n; ++i) {
-    const double phase = std::fmod(static_cast<double>(i), period_samples) / period_samples;
-    const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * static_cast<double>(bins)));
+    const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * bins_per_sample));
     sum[b] += raw[i];
     ++count[b];
+    phase += 1;
+    if (phase >= period_samples) phase -= period_samples;
   }
   std::vector<double> profile;
   for (std::size_t b = 0; b < bins; ++b)
@@ -651,6 +678,11 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   }
   const auto n = static_cast<std::size_t>(std::floor(span_samples + 0.5)) + 1;
 
+  // Already on the grid (the common case for one collector): values are used as they are.
+  bool on_grid = n == n_raw;
+  for (std::size_t i = 0; on_grid && i < n_raw; ++i)
+    on_grid = std::abs(trace.time_s[i] - static_cast<double>(i) * dt) <= 0.05 * dt;
+
   // 1. Usable channels on a uniform grid; absurd values and gaps counted.
   std::vector<Uniform> channels;
   std::vector<std::string> notes;
@@ -665,7 +697,8 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
         ++absurd;
       }
     }
-    Uniform u{usable.metric, signal::resample_uniform(trace.time_s, values, dt, n), 0, absurd};
+    Uniform u{usable.metric, on_grid ? std::move(values) : signal::resample_uniform(trace.time_s, values, dt, n), 0,
+              absurd};
     u.missing_fraction = signal::fill_gaps(u.values);
     const auto tag = std::string(info(usable.metric).tag);
     if (absurd > 0) notes.push_back(fmt::format("{} implausible {} values ignored", absurd, tag));
@@ -724,11 +757,6 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   }
   const Candidate chosen = choose_period(an, candidates);
   const Refined ref = refine_period(an, chosen);
-  if (std::getenv("EPOCHCAST_DEBUG_DETECT")) {
-    for (const auto& c : candidates) fmt::print(stderr, "cand P={:.2f} score={:.3f} level={}\n", c.period_samples, c.score, c.level);
-    fmt::print(stderr, "chosen {:.2f} refined {:.2f} score {:.3f} region [{}, {})\n", chosen.period_samples, ref.period_samples, ref.score, region.begin, region.end);
-    for (std::size_t c = 0; c < an.metrics.size(); ++c) fmt::print(stderr, "  {} w={:.3f} r={:.3f}\n", info(an.metrics[c]).tag, an.weight[c], ref.per_channel.empty()?0.0:ref.per_channel[c]);
-  }
 
   // 5. Boundaries.
   BoundaryFit fit = locate_boundaries(an, ref, region.size());
@@ -773,7 +801,6 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
       const Channel* original = trace.find(u.metric);
       const std::span<const double> readings = original ? std::span<const double>(original->values) : raw;
       const double steps = profile_amplitude_in_steps(raw, readings, period_samples);
-      if (std::getenv("EPOCHCAST_DEBUG_DETECT")) fmt::print(stderr, "  vote {} r={:.2f} steps={:.2f}\n", info(u.metric).tag, ref.per_channel[c], steps);
       if (steps >= 2.0) resolved_evidence += e;
     }
   }

@@ -78,6 +78,15 @@ double quantile(std::span<const double> x, double q) {
 
 double median(std::span<const double> x) { return quantile(x, 0.5); }
 
+double quantile_sampled(std::span<const double> x, double q, std::size_t max_count) {
+  if (x.size() <= max_count) return quantile(x, q);
+  const std::size_t stride = (x.size() + max_count - 1) / max_count;
+  std::vector<double> sample;
+  sample.reserve(x.size() / stride + 1);
+  for (std::size_t i = 0; i < x.size(); i += stride) sample.push_back(x[i]);
+  return quantile(sample, q);
+}
+
 std::vector<double> moving_average(std::span<const double> x, std::size_t width) {
   const std::size_t n = x.size();
   std::vector<double> out(n);

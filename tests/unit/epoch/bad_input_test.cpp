@@ -1,0 +1,167 @@
+// Bad input gives found:false with a reason, never a crash or an invented period.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "epochcast/epoch/detect.hpp"
+#include "epochcast/epoch/synthetic.hpp"
+
+namespace epochcast {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Trace uniform_trace(std::size_t n, double dt = 0.1) {
+  Trace t;
+  t.first_timestamp = "2026/11/30 12:00:00.000";
+  for (std::size_t i = 0; i < n; ++i) t.time_s.push_back(static_cast<double>(i) * dt);
+  return t;
+}
+
+void expect_abstains(const Segmentation& seg, const std::string& reason_part) {
+  EXPECT_FALSE(seg.found);
+  EXPECT_EQ(seg.period_s, 0.0);
+  EXPECT_TRUE(seg.epochs.empty());
+  EXPECT_NE(seg.reason.find(reason_part), std::string::npos) << "reason: " << seg.reason;
+}
+
+TEST(BadInput, EmptyTrace) { expect_abstains(detect_epochs(Trace{}), "too short"); }
+
+TEST(BadInput, TenSamples) {
+  Trace t = uniform_trace(10);
+  auto& u = t.channel(Metric::kGpuUtil).values;
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] = i % 3 ? 100 : 0;
+  expect_abstains(detect_epochs(t), "too short: 10 samples");
+}
+
+TEST(BadInput, ConstantChannels) {
+  Trace t = uniform_trace(2000);
+  t.channel(Metric::kGpuUtil).values.assign(2000, 100.0);
+  t.channel(Metric::kPower).values.assign(2000, 300.0);
+  t.channel(Metric::kSmClock).values.assign(2000, 1980.0);
+  expect_abstains(detect_epochs(t), "constant");
+}
+
+TEST(BadInput, AllMissingChannels) {
+  Trace t = uniform_trace(2000);
+  t.channel(Metric::kGpuUtil);  // all NaN
+  t.channel(Metric::kPower);
+  const auto seg = detect_epochs(t);
+  expect_abstains(seg, "no usable channel");
+  EXPECT_NE(seg.reason.find("100 % missing"), std::string::npos) << seg.reason;
+}
+
+TEST(BadInput, NoChannelsAtAll) { expect_abstains(detect_epochs(uniform_trace(500)), "no usable channel"); }
+
+TEST(BadInput, TimestampsGoingBackwards) {
+  Trace t = uniform_trace(500);
+  t.channel(Metric::kGpuUtil).values.assign(500, 50.0);
+  t.time_s[200] = 3.0;
+  expect_abstains(detect_epochs(t), "not increasing at sample 201");
+}
+
+TEST(BadInput, NaNTimestamp) {
+  Trace t = uniform_trace(500);
+  t.channel(Metric::kGpuUtil).values.assign(500, 50.0);
+  t.time_s[100] = kNaN;
+  expect_abstains(detect_epochs(t), "not increasing");
+}
+
+TEST(BadInput, AllOneTimestamp) {
+  Trace t = uniform_trace(500);
+  t.time_s.assign(500, 7.0);
+  t.channel(Metric::kGpuUtil).values.assign(500, 50.0);
+  expect_abstains(detect_epochs(t), "no sampling interval");
+}
+
+TEST(BadInput, HugeTimeSpanIsRefusedNotAllocated) {
+  Trace t = uniform_trace(100);
+  t.time_s.back() = 1e12;  // one sample 30,000 years later
+  t.channel(Metric::kGpuUtil).values.assign(100, 50.0);
+  expect_abstains(detect_epochs(t), "too long to analyse");
+}
+
+TEST(BadInput, PureNoiseAbstains) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> g(0, 1);
+  Trace t = uniform_trace(5000);
+  t.channel(Metric::kGpuUtil);
+  t.channel(Metric::kPower);  // both first: channel() may reallocate
+  auto& u = t.find(Metric::kGpuUtil)->values;
+  auto& p = t.find(Metric::kPower)->values;
+  for (std::size_t i = 0; i < 5000; ++i) {
+    u[i] = std::clamp(90 + 3 * g(rng), 0.0, 100.0);
+    p[i] = 400 + 10 * g(rng);
+  }
+  const auto seg = detect_epochs(t);
+  EXPECT_FALSE(seg.found) << seg.reason;
+  EXPECT_FALSE(seg.reason.empty());
+}
+
+TEST(BadInput, ShorterThanTwoEpochs) {
+  SyntheticSpec spec;
+  spec.epochs = 1;
+  const auto s = make_synthetic_trace(spec, 3);
+  const auto seg = detect_epochs(s.trace);
+  EXPECT_FALSE(seg.found) << seg.reason;
+  EXPECT_FALSE(seg.reason.empty());
+}
+
+// Exactly two epochs: not confirmed with the default min_epochs = 3; the estimate is in
+// candidate_period_s and the reason. With min_epochs = 2 the caller accepts it.
+TEST(BadInput, ExactlyTwoEpochs) {
+  SyntheticSpec spec;
+  spec.epochs = 2;
+  spec.event_depth = 0.6;
+  spec.event_duty = 0.1;
+  const auto s = make_synthetic_trace(spec, 4);
+  const auto seg = detect_epochs(s.trace);
+  EXPECT_FALSE(seg.found);
+  EXPECT_NE(seg.reason.find("epochs in view"), std::string::npos) << seg.reason;
+  EXPECT_NEAR(seg.candidate_period_s, s.truth.period_s, 0.1 * s.truth.period_s);
+  DetectOptions two;
+  two.min_epochs = 2;
+  two.min_confidence = 0;
+  const auto seg2 = detect_epochs(s.trace, two);
+  ASSERT_TRUE(seg2.found) << seg2.reason;
+  EXPECT_NEAR(seg2.period_s, s.truth.period_s, 0.1 * s.truth.period_s);
+}
+
+TEST(BadInput, NaNRunsStillFindThePeriod) {
+  SyntheticSpec spec;
+  spec.epochs = 8;
+  auto s = make_synthetic_trace(spec, 8);
+  for (auto& c : s.trace.channels)
+    for (std::size_t i = 0; i < c.values.size(); ++i)
+      if ((i / 7) % 6 == 0) c.values[i] = kNaN;  // 7-sample holes, 1/6 of the trace
+  const auto seg = detect_epochs(s.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_LE(std::abs(seg.period_s - s.truth.period_s) / s.truth.period_s, 0.02);
+}
+
+TEST(BadInput, AbsurdValuesAreIgnoredAndCounted) {
+  SyntheticSpec spec;
+  spec.epochs = 8;
+  auto s = make_synthetic_trace(spec, 9);
+  auto& u = s.trace.find(Metric::kGpuUtil)->values;
+  for (std::size_t i = 0; i < u.size(); i += 23) u[i] = 250;  // util 250 %
+  s.trace.find(Metric::kPower)->values[40] = std::numeric_limits<double>::infinity();
+  const auto seg = detect_epochs(s.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_LE(std::abs(seg.period_s - s.truth.period_s) / s.truth.period_s, 0.02);
+  EXPECT_NE(seg.reason.find("implausible gpu_util_pct"), std::string::npos) << seg.reason;
+}
+
+TEST(BadInput, MismatchedChannelLengthIsSkipped) {
+  SyntheticSpec spec;
+  spec.epochs = 8;
+  auto s = make_synthetic_trace(spec, 10);
+  s.trace.find(Metric::kMemUsed)->values.resize(5);  // a malformed channel from a buggy caller
+  const auto seg = detect_epochs(s.trace);
+  EXPECT_TRUE(seg.found) << seg.reason;
+}
+
+}  // namespace
+}  // namespace epochcast
