@@ -35,13 +35,25 @@ std::string escape(const std::string& s) {
 }  // namespace
 
 std::string render_detection_svg(const Trace& trace, const Segmentation& seg) {
+  // Panels: the channels that voted, then the usual activity channels, then the rest;
+  // constant or empty channels are left out.
   std::vector<const Channel*> panels;
-  for (const auto& ch : trace.channels) {
-    if (panels.size() >= kMaxPanels) break;
-    bool any = false;
-    for (double v : ch.values) any = any || std::isfinite(v);
-    if (any) panels.push_back(&ch);
-  }
+  auto varies = [](const Channel& ch) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (double v : ch.values)
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    return hi > lo;
+  };
+  auto add = [&](const Channel* ch) {
+    if (!ch || panels.size() >= kMaxPanels || !varies(*ch)) return;
+    if (std::find(panels.begin(), panels.end(), ch) == panels.end()) panels.push_back(ch);
+  };
+  for (const auto& tag : seg.channels)
+    if (auto m = metric_by_tag(tag)) add(trace.find(*m));
+  for (Metric m : {Metric::kGpuUtil, Metric::kMemUtil, Metric::kPower, Metric::kSmClock, Metric::kHostCpuUtil,
+                   Metric::kMemUsed})
+    add(trace.find(m));
+  for (const auto& ch : trace.channels) add(&ch);
   const double height = kTop + kPanelHeight * static_cast<double>(std::max<std::size_t>(1, panels.size())) + 30;
   const double duration = std::max(trace.duration_s(), 1e-9);
   const double plot_w = kWidth - kLeft - kRight;
