@@ -817,7 +817,9 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
       "{:.1f} epochs in view",
       period_samples, rho, fit.matched, std::max<std::size_t>(fit.boundaries.size(), fit.matched),
       100 * fit.jitter, cycles);
-  if (cycles < static_cast<double>(options.min_epochs)) {
+  // 0.2 epoch of slack: the busy region's edges are found to a sample or two, and a run of
+  // exactly N epochs must count as N.
+  if (cycles < static_cast<double>(options.min_epochs) - 0.2) {
     seg.reason = with_notes(fmt::format(
         "only {:.1f} epochs in view (period ~{:.3g} s); need at least {} to confirm a period",
         cycles, period_s, options.min_epochs));
