@@ -71,42 +71,44 @@ struct Region {
 std::vector<double> robust_z(std::span<const double> y) {
   const std::size_t n = y.size();
   if (n < 4) return {};
-  // Least-squares line.
-  const double xm = 0.5 * static_cast<double>(n - 1);
-  double ym = 0;
-  for (double v : y) ym += v;
-  ym /= static_cast<double>(n);
-  double sxy = 0, sxx = 0;
+  // Least-squares line in one pass; sum of (i - mean i)^2 in closed form.
+  const double dn = static_cast<double>(n);
+  const double xm = 0.5 * (dn - 1);
+  double sy = 0, siy = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double dx = static_cast<double>(i) - xm;
-    sxy += dx * (y[i] - ym);
-    sxx += dx * dx;
+    sy += y[i];
+    siy += static_cast<double>(i) * y[i];
   }
-  const double slope = sxx > 0 ? sxy / sxx : 0;
-  std::vector<double> r(n);
-  for (std::size_t i = 0; i < n; ++i) r[i] = y[i] - ym - slope * (static_cast<double>(i) - xm);
-  // Median and MAD from an evenly strided subsample (at most 65536 values).
-  const std::size_t stride = (n + 65535) / 65536;
+  const double ym = sy / dn;
+  const double sxx = dn * (dn * dn - 1) / 12.0;
+  const double slope = sxx > 0 ? (siy - xm * sy) / sxx : 0;
+  const double intercept = ym - slope * xm;
+  // Median and MAD of the residual from an evenly strided subsample (at most 16384 values).
+  const std::size_t stride = (n + 16383) / 16384;
   std::vector<double> sample;
   sample.reserve(n / stride + 1);
-  for (std::size_t i = 0; i < n; i += stride) sample.push_back(r[i]);
+  for (std::size_t i = 0; i < n; i += stride) sample.push_back(y[i] - intercept - slope * static_cast<double>(i));
   const double med = signal::median(sample);
   for (double& v : sample) v = std::abs(v - med);
   double scale = 1.4826 * signal::median(sample);
+  const double base = intercept + med;
   if (!(scale > 0)) {
     double ss = 0;
-    for (double v : r) ss += (v - med) * (v - med);
-    scale = std::sqrt(ss / static_cast<double>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = y[i] - base - slope * static_cast<double>(i);
+      ss += d * d;
+    }
+    scale = std::sqrt(ss / dn);
   }
   const double magnitude = std::abs(ym) + 1.0;
   if (!(scale > 1e-9 * magnitude)) return {};
-  double mean = 0;
+  // Not re-centred: every consumer removes its own mean (ACF windows, folds, templates).
+  const double inv = 1.0 / scale;
+  std::vector<double> r(n);
   for (std::size_t i = 0; i < n; ++i) {
-    r[i] = std::clamp((r[i] - med) / scale, -kClipZ, kClipZ);
-    mean += r[i];
+    const double v = (y[i] - base - slope * static_cast<double>(i)) * inv;
+    r[i] = v > kClipZ ? kClipZ : (v < -kClipZ ? -kClipZ : v);  // minsd/maxsd, no libm call
   }
-  mean /= static_cast<double>(n);
-  for (double& v : r) v -= mean;
   return r;
 }
 
@@ -613,6 +615,9 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_
 // beat with the sampling into a clean period that is not an epoch: it stays near one step.
 double profile_amplitude_in_steps(std::span<const double> raw, std::span<const double> readings,
                                   double period_samples) {
+  // A centred window of at least 16 periods is plenty for a profile.
+  const auto cap = static_cast<std::size_t>(std::max(65536.0, 16 * period_samples));
+  if (raw.size() > cap) raw = raw.subspan((raw.size() - cap) / 2, cap);
   const std::size_t n = raw.size();
   if (n < 4 || !(period_samples >= 2)) return 0;
   const auto bins = static_cast<std::size_t>(std::clamp(std::ceil(period_samples), 2.0, 256.0));
@@ -633,9 +638,9 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
   const double med = signal::median(profile);
   double amplitude = 0;
   for (double v : profile) amplitude = std::max(amplitude, std::abs(v - med));
-  // Reading step: the smallest positive difference between distinct values (first 20000).
+  // Reading step: the smallest positive difference between distinct values (first 4096).
   std::vector<double> sorted;
-  for (std::size_t i = 0; i < readings.size() && sorted.size() < 20000; ++i)
+  for (std::size_t i = 0; i < readings.size() && sorted.size() < 4096; ++i)
     if (std::isfinite(readings[i])) sorted.push_back(readings[i]);
   std::sort(sorted.begin(), sorted.end());
   double step = 0;

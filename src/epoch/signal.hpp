@@ -22,7 +22,7 @@ double quantile(std::span<const double> x, double q);
 double median(std::span<const double> x);
 // The same on an evenly strided subsample of at most `max_count` values (robust levels and
 // scales of long series; exact for shorter ones).
-double quantile_sampled(std::span<const double> x, double q, std::size_t max_count = 65536);
+double quantile_sampled(std::span<const double> x, double q, std::size_t max_count = 16384);
 
 // Moving average with a centred window of `width` samples (edges use the part inside).
 std::vector<double> moving_average(std::span<const double> x, std::size_t width);
