@@ -183,6 +183,11 @@ void TraceParser::dispatch(std::string_view text) {
     case TraceFormat::kNvidiaSmi: {
       const std::string_view t = trim(text);
       if (t.empty()) return;
+      if (t[0] == '#') {
+        if (starts_with_ci(t, "#Entity") || starts_with_ci(t, "# Entity"))
+          fail(1, "(header)", "a dcgmi dmon header inside an nvidia-smi log: formats are mixed");
+        return;  // nvidia-smi writes no comments; a user's note is skipped
+      }
       // Data rows start with a digit (timestamp or index); only other lines can be headers.
       const bool maybe_header = !header_done_ || !(t[0] >= '0' && t[0] <= '9');
       if (maybe_header && looks_like_smi_header(t)) {
