@@ -420,7 +420,7 @@ struct BoundaryFit {
 
 // Folds the channels at the period to learn one epoch's signature (where the channels deviate
 // most from their typical level), then finds that signature near each predicted boundary.
-BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_t region_size) {
+BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   BoundaryFit fit;
   const std::size_t levels = an.pyramid.front().size();
   std::size_t level = 0;
@@ -505,6 +505,13 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_
   }
   if (!(t_energy > 0)) return fit;
 
+  // Template energy in signal units, for the normalised correlation of each match.
+  double t_energy_w = 0;
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (w[c] <= 0) continue;
+    for (double t : tmpl[c]) t_energy_w += t * t * sigma[c] * sigma[c] / w[c];
+  }
+
   // Predicted boundaries: phase0 + k * period, inside the region.
   std::vector<double> ks, positions, quality;
   const auto total_k = static_cast<std::size_t>((static_cast<double>(len) - phase0) / period) + 1;
@@ -514,7 +521,6 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_
     if (q >= static_cast<double>(len)) break;
     const auto qi = static_cast<long>(std::lround(q));
     std::vector<double> scores(2 * search + 1, 0.0);
-    double z_energy_best = 0;
     for (int s = -search; s <= search; ++s) {
       double score = 0;
       for (std::size_t c = 0; c < channels; ++c) {
@@ -546,13 +552,7 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_
         tz += t * v;
       }
     }
-    z_energy_best = zz;
-    double t_energy_w = 0;
-    for (std::size_t c = 0; c < channels; ++c) {
-      if (w[c] <= 0) continue;
-      for (double t : tmpl[c]) t_energy_w += t * t * sigma[c] * sigma[c] / w[c];
-    }
-    const double ncc = (z_energy_best > 0 && t_energy_w > 0) ? tz / std::sqrt(z_energy_best * t_energy_w) : 0;
+    const double ncc = (zz > 0 && t_energy_w > 0) ? tz / std::sqrt(zz * t_energy_w) : 0;
     ks.push_back(static_cast<double>(k));
     positions.push_back(pos);
     quality.push_back(ncc);
@@ -606,7 +606,6 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref, std::size_
     // Level position -> original sample index within the region.
     fit.boundaries.push_back((x + 0.5) * scale - 0.5);
   }
-  (void)region_size;
   return fit;
 }
 
@@ -764,7 +763,7 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   const Refined ref = refine_period(an, chosen);
 
   // 5. Boundaries.
-  BoundaryFit fit = locate_boundaries(an, ref, region.size());
+  BoundaryFit fit = locate_boundaries(an, ref);
   double period_samples = ref.period_samples;
   if (fit.matched >= 3 && std::abs(fit.period_samples - ref.period_samples) < 0.1 * ref.period_samples)
     period_samples = fit.period_samples;
