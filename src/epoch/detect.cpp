@@ -416,6 +416,9 @@ struct BoundaryFit {
   double jitter = 1;               // rms residual / period
   double inlier_fraction = 0;
   std::size_t matched = 0;
+  // The folded signature repeats half a period later, with quiet in between: the period
+  // is probably twice the true one.
+  bool signature_repeats_at_half = false;
 };
 
 // Folds the channels at the period to learn one epoch's signature (where the channels deviate
@@ -474,6 +477,18 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   const double a_med = signal::median(anomaly);
   const double threshold = a_med + 0.5 * (anomaly[peak] - a_med);
   if (!(anomaly[peak] > a_med)) return fit;
+  if (bins >= 8) {
+    auto max_near = [&](std::size_t centre, std::size_t radius) {
+      double m = 0;
+      for (std::size_t d = 0; d <= 2 * radius; ++d) m = std::max(m, anomaly[(centre + bins - radius + d) % bins]);
+      return m;
+    };
+    const double rise = anomaly[peak] - a_med;
+    const double twin = max_near(peak + bins / 2, bins / 16) - a_med;
+    const double q1 = anomaly[(peak + bins / 4) % bins] - a_med;
+    const double q3 = anomaly[(peak + 3 * bins / 4) % bins] - a_med;
+    fit.signature_repeats_at_half = twin >= 0.6 * rise && q1 < 0.3 * rise && q3 < 0.3 * rise;
+  }
   std::size_t before = 0, after = 0;  // extent of the signature around its peak, in bins
   while (before + 1 < bins && anomaly[(peak + bins - before - 1) % bins] > threshold) ++before;
   while (after + before + 1 < bins && anomaly[(peak + after + 1) % bins] > threshold) ++after;
@@ -760,10 +775,24 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     return seg;
   }
   const Candidate chosen = choose_period(an, candidates);
-  const Refined ref = refine_period(an, chosen);
 
   // 5. Boundaries.
+  Refined ref = refine_period(an, chosen);
   BoundaryFit fit = locate_boundaries(an, ref);
+  if (fit.signature_repeats_at_half && ref.period_samples / 2 >= min_lag) {
+    // Try half the period; keep it when its boundaries line up at least as well.
+    Candidate half = chosen;
+    half.period_samples = ref.period_samples / 2;
+    half.level = std::max(0, chosen.level - 1);
+    const Refined ref_half = refine_period(an, half);
+    BoundaryFit fit_half = locate_boundaries(an, ref_half);
+    if (fit_half.matched >= 3 && fit_half.inlier_fraction >= std::max(0.8, fit.inlier_fraction - 0.05) &&
+        fit_half.jitter <= std::max(0.05, 2 * fit.jitter)) {
+      ref = ref_half;
+      fit = std::move(fit_half);
+      notes.push_back("half of the first period found (its signature repeated half-way)");
+    }
+  }
   double period_samples = ref.period_samples;
   if (fit.matched >= 3 && std::abs(fit.period_samples - ref.period_samples) < 0.1 * ref.period_samples)
     period_samples = fit.period_samples;
