@@ -1,0 +1,199 @@
+// `epochcast collect` end to end: the built CLI, the real dlopen loader and sampler, and the
+// fake NVML (libnvml_fake.so) replaying a shared H200 trace.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "collect_process.hpp"
+#include "epochcast/core/error.hpp"
+#include "epochcast/trace/read.hpp"
+
+namespace epochcast {
+namespace {
+
+using testing::EnvVars;
+using testing::fake_nvml_env;
+using testing::Process;
+using testing::run_cli;
+using testing::TempDir;
+
+const std::string kResnet = std::string(EPOCHCAST_TEST_DATA) + "/h200/resnet50_224_bs256_bf16.smi.csv";
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+nlohmann::json detect_json(const std::string& path, const TempDir& dir) {
+  const auto r = run_cli({"detect", path, "--json"}, {}, dir.path());
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+// Replaying at 5x and sampling at 20 ms sees the trace's 100 ms samples as nvidia-smi did.
+TEST(CollectCli, ReplayedH200TraceGivesTheSamePeriodAndTheSameSamples) {
+  constexpr double kSpeed = 5;
+  TempDir dir("collect-replay");
+  const std::string out = (dir / "collected.csv").string();
+  const auto r = run_cli({"collect", "-o", out, "--interval-ms", "20", "--duration", "6.2"},
+                         fake_nvml_env(kResnet, "5"), dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("310 ticks, 310 rows, 0 missed ticks"), std::string::npos) << r.err;
+
+  const Trace original = read_trace(kResnet);
+  const Trace collected = read_trace(out);
+  ASSERT_EQ(collected.size(), 310u);
+  EXPECT_EQ(collected.format, "canonical");
+  EXPECT_EQ(collected.gpu.name, "NVIDIA H200");
+
+  // Sample by sample: each collected value is the original's at that replay instant (one
+  // original sample of slack for the start-up offset and clock jitter).
+  for (Metric m : {Metric::kGpuUtil, Metric::kPower, Metric::kSmClock, Metric::kMemUsed}) {
+    const auto& o = original.find(m)->values;
+    const auto& c = collected.find(m)->values;
+    std::size_t matches = 0;
+    for (std::size_t i = 0; i < collected.size(); ++i) {
+      const double replay_s = collected.time_s[i] * kSpeed;
+      const auto k = static_cast<std::size_t>(
+          std::upper_bound(original.time_s.begin(), original.time_s.end(), replay_s) - original.time_s.begin());
+      bool hit = false;
+      for (std::size_t j = k >= 2 ? k - 2 : 0; j < std::min(k + 2, o.size()) && !hit; ++j)
+        hit = std::abs(o[j] - c[i]) < 0.006;
+      matches += hit;
+    }
+    EXPECT_GE(matches, collected.size() * 98 / 100) << info(m).tag << ": " << matches << " of " << collected.size();
+  }
+
+  const auto a = detect_json(kResnet, dir);
+  const auto b = detect_json(out, dir);
+  ASSERT_TRUE(a["found"].get<bool>());
+  ASSERT_TRUE(b["found"].get<bool>()) << b.dump();
+  const double original_period = a["period_s"].get<double>();
+  const double replayed_period = b["period_s"].get<double>() * kSpeed;
+  EXPECT_NEAR(replayed_period, original_period, 0.02 * original_period);
+  EXPECT_EQ(a["epochs"].size(), b["epochs"].size());
+}
+
+TEST(CollectCli, MissingNvmlIsAClearDeviceError) {
+  TempDir dir("collect-nonvml");
+  const auto r = run_cli({"collect", "-o", (dir / "t.csv").string(), "--duration", "1"},
+                         {{"EPOCHCAST_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}}, dir.path());
+  EXPECT_EQ(r.status, exit_status(ErrorCode::kDevice));
+  EXPECT_NE(r.err.find("cannot load NVML (/nonexistent/libnvidia-ml.so.1)"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+}
+
+TEST(CollectCli, GpuLostMidRunKeepsTheTraceAndRecordsTheError) {
+  TempDir dir("collect-lost");
+  const std::string out = (dir / "t.csv").string();
+  EnvVars env = fake_nvml_env(kResnet, "10");
+  env["EPOCHCAST_FAKE_NVML_LOST_AFTER_S"] = "0.5";
+  const auto r = run_cli({"collect", "-o", out, "--interval-ms", "10", "--duration", "10"}, env, dir.path());
+  EXPECT_EQ(r.status, exit_status(ErrorCode::kDevice)) << r.err;
+  EXPECT_NE(r.err.find("lost"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("trace up to then is kept in " + out), std::string::npos) << r.err;
+  const Trace t = read_trace(out);
+  EXPECT_GE(t.size(), 35u);
+  EXPECT_LE(t.size(), 60u);
+  EXPECT_NE(testing::read_file(out).find("# error: GPU 0 (NVIDIA H200"), std::string::npos);
+}
+
+TEST(CollectCli, KillNineLosesAtMostTheLastSecond) {
+  TempDir dir("collect-kill");
+  const std::string out = (dir / "t.csv").string();
+  Process p({EPOCHCAST_CLI, "collect", "-o", out, "--interval-ms", "10"}, fake_nvml_env(kResnet, "10"), dir.path());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));
+  const double killed_at = unix_now();
+  p.signal(SIGKILL);
+  EXPECT_EQ(p.wait(), 128 + SIGKILL);
+  const Trace t = read_trace(out);  // every reader accepts what is left
+  ASSERT_GT(t.size(), 100u);
+  const double last_sample = t.start_unix_s + t.time_s.back();
+  EXPECT_LE(killed_at - last_sample, 1.2) << "lost more than the last second";
+  EXPECT_FALSE(t.diagnostics.truncated_last_line);
+}
+
+TEST(CollectCli, SigtermClosesCleanly) {
+  TempDir dir("collect-term");
+  const std::string out = (dir / "t.csv").string();
+  Process p({EPOCHCAST_CLI, "collect", "-o", out, "--interval-ms", "10"}, fake_nvml_env(kResnet, "10"), dir.path());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const double signalled_at = unix_now();
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.err();
+  EXPECT_NE(p.err().find("stopped by signal 15"), std::string::npos) << p.err();
+  const Trace t = read_trace(out);
+  EXPECT_LE(signalled_at - (t.start_unix_s + t.time_s.back()), 0.1) << "the last samples were not written";
+}
+
+TEST(CollectCli, DiskFullIsAClearIoError) {
+  TempDir dir("collect-full");
+  const auto r = run_cli({"collect", "-o", "/dev/full", "--duration", "1"}, fake_nvml_env(kResnet), dir.path());
+  EXPECT_EQ(r.status, exit_status(ErrorCode::kIo));
+  EXPECT_NE(r.err.find("/dev/full"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("disk full"), std::string::npos) << r.err;
+}
+
+TEST(CollectCli, CommandModeReturnsTheCommandStatusAndDetects) {
+  TempDir dir("collect-cmd");
+  const std::string out = (dir / "t.csv").string();
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = run_cli({"collect", "-o", out, "--interval-ms", "20", "--", "sh", "-c", "sleep 1.5; exit 3"},
+                         fake_nvml_env(kResnet, "10"), dir.path());
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_GE(took_s, 1.4);
+  EXPECT_NE(r.out.find("== detect " + out), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== predict " + out), std::string::npos) << r.out;
+  const Trace t = read_trace(out);
+  EXPECT_GE(t.size(), 60u);
+  EXPECT_LE(t.size(), 80u);
+}
+
+TEST(CollectCli, CommandThatCannotStartIsAnError) {
+  TempDir dir("collect-nocmd");
+  const auto r = run_cli({"collect", "-o", (dir / "t.csv").string(), "--", "/nonexistent/train.py"},
+                         fake_nvml_env(kResnet), dir.path());
+  EXPECT_EQ(r.status, exit_status(ErrorCode::kIo));
+  EXPECT_NE(r.err.find("cannot start '/nonexistent/train.py'"), std::string::npos) << r.err;
+}
+
+TEST(CollectCli, SeveralGpusInterleaveAndReadBackPerGpu) {
+  TempDir dir("collect-multi");
+  const std::string out = (dir / "t.csv").string();
+  EnvVars env = fake_nvml_env(kResnet, "10");
+  env["EPOCHCAST_FAKE_NVML_GPUS"] = "2";
+  const auto r = run_cli({"collect", "-o", out, "--interval-ms", "50", "--duration", "1", "--gpu", "all"}, env,
+                         dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  ReadOptions second;
+  second.gpu = 1;
+  const Trace t = read_trace(out, second);
+  EXPECT_EQ(t.size(), 20u);
+  EXPECT_EQ(t.gpu.index, 1);
+  EXPECT_EQ(t.gpus_in_source.size(), 2u);
+  const auto bad = run_cli({"collect", "-o", out, "--gpu", "4", "--duration", "1"}, env, dir.path());
+  EXPECT_EQ(bad.status, exit_status(ErrorCode::kNotFound)) << bad.err;
+}
+
+TEST(CollectCli, ListenServesDcgmExporterMetrics) {
+  TempDir dir("collect-listen");
+  const int port = testing::free_port();
+  Process p({EPOCHCAST_CLI, "collect", "--listen", "127.0.0.1:" + std::to_string(port), "--interval-ms", "50",
+             "--duration", "3"},
+            fake_nvml_env(kResnet, "0.000001"), dir.path());
+  httplib::Client client("127.0.0.1", port);
+  httplib::Result res{nullptr, httplib::Error::Unknown};
+  for (int i = 0; i < 100 && !(res = client.Get("/metrics")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(res) << p.err();
+  EXPECT_NE(res->body.find("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-fa4e"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("modelName=\"NVIDIA H200\""), std::string::npos);
+  EXPECT_NE(res->body.find("DCGM_FI_DEV_SM_CLOCK{"), std::string::npos);
+  EXPECT_NE(res->body.find("} 1980\n"), std::string::npos);
+  EXPECT_EQ(p.wait(), 0) << p.err();
+}
+
+}  // namespace
+}  // namespace epochcast
