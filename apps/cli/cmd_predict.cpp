@@ -23,6 +23,7 @@ struct PredictCliOptions {
   std::string source_gpu;
   std::string gpus = "all";
   int epochs = 10;
+  double epoch_s = 0;
   bool json = false;
   std::string html;
   std::string prices;
@@ -88,6 +89,7 @@ void run_predict(const PredictCliOptions& o) {
   request.source_gpu = o.source_gpu;
   request.gpus = split_gpu_list(o.gpus);
   request.epochs = o.epochs;
+  request.source_epoch_s = o.epoch_s;
 
   if (batch) {
     const std::vector<BatchItem> items = service.predict_batch(paths, to_read_options(o.input), request);
@@ -129,6 +131,8 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--gpus", opts->gpus, "GPUs to predict for: all, or a comma list of catalog ids")
       ->capture_default_str();
   cmd->add_option("--epochs", opts->epochs, "number of epochs to price")->capture_default_str();
+  cmd->add_option("--epoch-s", opts->epoch_s,
+                  "the source run's epoch time in seconds, when known (needed if no epochs are detected)");
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");
   cmd->add_option("--prices", opts->prices, "price catalog CSV (default: the bundled data/prices.csv)");

@@ -158,8 +158,8 @@ nlohmann::json to_json(const PredictReport& r) {
         {"gpu_name", r.source.gpu_name},
         {"gpu_name_in_trace", r.source.gpu_name_in_trace},
         {"trace", r.source.trace},
-        {"measured_epoch_s", r.source.detected.found ? number_or_null(source_epoch_s)
-                                                     : nlohmann::json(nullptr)},
+        {"measured_epoch_s", source_epoch_s > 0 ? number_or_null(source_epoch_s) : nlohmann::json(nullptr)},
+        {"epoch_time_from", r.source.epoch_time_from},
         {"in_training_data", r.source.in_training_data},
         {"features_window_s", {number_or_null(r.source.window_start_s), number_or_null(r.source.window_end_s)}},
         {"detected", to_json(r.source.detected)}}},
@@ -211,8 +211,8 @@ nlohmann::json to_json(const std::vector<BatchItem>& batch) {
     summary.push_back({
         {"trace", item.trace},
         {"source_gpu", r.source.gpu},
-        {"measured_epoch_s", r.source.detected.found ? number_or_null(r.source.measured_epoch_s)
-                                                     : nlohmann::json(nullptr)},
+        {"measured_epoch_s", r.source.measured_epoch_s > 0 ? number_or_null(r.source.measured_epoch_s)
+                                                           : nlohmann::json(nullptr)},
         {"confidence", number_or_null(r.source.detected.confidence)},
         {"fastest_gpu", s.fastest ? nlohmann::json(s.fastest->gpu) : nlohmann::json(nullptr)},
         {"fastest_epoch_s", s.fastest ? number_or_null(s.fastest->epoch_s) : nlohmann::json(nullptr)},
@@ -234,6 +234,8 @@ std::string render_table(const PredictReport& r) {
   out += fmt::format("Source:   {} ({}){}\n", src.gpu_name, src.gpu,
                      src.gpu_name_in_trace.empty() ? " [from --source-gpu]" : "");
   out += fmt::format("Detected: {}\n", detection_line(src.detected));
+  if (src.epoch_time_from == "given")
+    out += fmt::format("Epoch:    {} on the source, as given with --epoch-s\n", format_duration(src.measured_epoch_s));
   if (!r.model.empty()) out += fmt::format("Model:    {}; {}\n", r.model, validation_line(r.validation));
   out += "\n";
 
@@ -303,7 +305,7 @@ std::string render_batch_table(const std::vector<BatchItem>& batch) {
     const BatchSummary s = summarize(r);
     out += fmt::format(
         "{:<44} {:<6} {:>9} {:>5.2f}  {:<16} {:<28} {:>10} {:>4}\n", name, r.source.gpu,
-        r.source.detected.found ? format_duration(r.source.measured_epoch_s) : "none", r.source.detected.confidence,
+        r.source.measured_epoch_s > 0 ? format_duration(r.source.measured_epoch_s) : "none", r.source.detected.confidence,
         s.fastest ? fmt::format("{} {}", s.fastest->gpu, format_duration(s.fastest->epoch_s)) : "-",
         s.cheapest ? fmt::format("{} {}", s.cheapest_gpu->gpu, s.cheapest->instance) : "-",
         s.cheapest ? format_usd(s.cheapest->usd_per_epoch) : "-", r.warnings.size());

@@ -62,6 +62,11 @@ Service::Service(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
                               prices_path, row.provider, row.instance, row.gpu, s.catalog.ids_joined()));
   if (s.config.model_path.empty()) {
     s.model = default_model(s.config.progress);
+    // default_model() caches the model in a function-local static, destroyed at exit after
+    // XGBoost's own globals (a crash in XGBoosterFree); one reference held forever keeps the
+    // model alive past that point. The OS reclaims it.
+    static const auto* const keep_default_model_alive = new std::shared_ptr<const StackedModel>(s.model);
+    (void)keep_default_model_alive;
     s.model_label = "default (fitted from the bundled dataset)";
   } else {
     s.model = std::make_shared<const StackedModel>(load_model(s.config.model_path));
@@ -138,23 +143,35 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const Segmentation& seg = report.source.detected;
 
   // The epoch time on the source and the window the features are computed over.
+  if (request.source_epoch_s < 0 || !std::isfinite(request.source_epoch_s))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--epoch-s must be a positive number of seconds, got {}", request.source_epoch_s));
   double source_epoch_s = 0;
   if (seg.found && !seg.epochs.empty()) {
     source_epoch_s = seg.period_s;
+    report.source.epoch_time_from = "detected";
     report.source.window_start_s = seg.epochs.front().start_s;
     report.source.window_end_s = seg.epochs.back().end_s;
-  } else if (seg.candidate_period_s > 0 && seg.training_end_s > seg.training_start_s) {
-    // Not sure enough to call it found, but an estimate exists: use it, loudly.
-    source_epoch_s = seg.candidate_period_s;
+  } else if (seg.training_end_s > seg.training_start_s) {
     report.source.window_start_s = seg.training_start_s;
     report.source.window_end_s = seg.training_end_s;
-    report.warnings.push_back(fmt::format(
-        "epoch detection is unsure ({}); using its best estimate {:.3g} s over the busy region {:.1f}..{:.1f} s",
-        seg.reason.empty() ? "no reason given" : seg.reason, source_epoch_s, seg.training_start_s,
-        seg.training_end_s));
   } else {
-    report.warnings.push_back(fmt::format("no epochs detected ({}): nothing to predict from",
-                                          seg.reason.empty() ? "no reason given" : seg.reason));
+    report.source.window_start_s = 0;
+    report.source.window_end_s = trace.duration_s();
+  }
+  if (request.source_epoch_s > 0) {
+    if (seg.found && std::abs(seg.period_s / request.source_epoch_s - 1) > 0.05)
+      report.warnings.push_back(fmt::format("--epoch-s {:.4g} s differs from the detected period {:.4g} s; using --epoch-s",
+                                            request.source_epoch_s, seg.period_s));
+    source_epoch_s = request.source_epoch_s;
+    report.source.epoch_time_from = "given";
+  }
+  if (source_epoch_s <= 0) {
+    // An unconfirmed period is often a multiple or fraction of the true one: no prediction
+    // is better than a confident-looking wrong one.
+    std::string why = fmt::format("no epochs detected ({})", seg.reason.empty() ? "no reason given" : seg.reason);
+    if (seg.candidate_period_s > 0) why += fmt::format("; unconfirmed best guess {:.3g} s", seg.candidate_period_s);
+    report.warnings.push_back(why + "; nothing to predict from: pass --epoch-s if the epoch time is known");
     return report;
   }
   report.source.measured_epoch_s = source_epoch_s;

@@ -195,15 +195,26 @@ TEST(Predict, FolderGivesOneSummaryRowPerTrace) {
 }
 
 TEST(Predict, NoValidationRunIsHonest) {
-  // No boundary signature: either no epochs (and no invented prediction) or a warning.
+  // No boundary signature: either no epochs and no invented prediction, or the right period.
   const nlohmann::json j = predict_json("mobilenetv2_224_bs128_noval");
-  const bool found = j["source"]["detected"]["found"].get<bool>();
-  if (!found) {
-    EXPECT_FALSE(j["warnings"].empty());
+  const double truth_s = truth("mobilenetv2_224_bs128_noval")["mean_epoch_s"].get<double>();
+  if (!j["source"]["detected"]["found"].get<bool>()) {
+    EXPECT_TRUE(j["predictions"].empty()) << j["predictions"].dump();
+    ASSERT_FALSE(j["warnings"].empty());
+    EXPECT_THAT(j["warnings"].back().get<std::string>(), HasSubstr("--epoch-s"));
   } else {
-    const double truth_s = truth("mobilenetv2_224_bs128_noval")["mean_epoch_s"].get<double>();
     EXPECT_NEAR(j["source"]["measured_epoch_s"].get<double>(), truth_s, 0.03 * truth_s);
   }
+}
+
+TEST(Predict, GivenEpochTimePredictsWhenDetectionAbstains) {
+  const nlohmann::json j = predict_json("mobilenetv2_224_bs128_noval", "--epoch-s 3.98");
+  EXPECT_EQ(j["source"]["epoch_time_from"], "given");
+  EXPECT_DOUBLE_EQ(j["source"]["measured_epoch_s"].get<double>(), 3.98);
+  std::set<std::string> seen;
+  for (const auto& p : j["predictions"]) seen.insert(p["gpu"].get<std::string>());
+  EXPECT_EQ(seen, catalog_ids());
+  EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --epoch-s -1").status, 2);
 }
 
 TEST(PredictErrors, UnknownSourceGpuListsTheCatalog) {

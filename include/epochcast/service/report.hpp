@@ -43,7 +43,8 @@ struct SourceRun {
   std::string gpu_name_in_trace;       // as the trace spelled it ("" when --source-gpu)
   std::string trace;                   // path as given
   Segmentation detected;
-  double measured_epoch_s = 0;         // from the detected epochs
+  double measured_epoch_s = 0;         // from the detected epochs, or as given
+  std::string epoch_time_from;         // "detected", "given" (--epoch-s), "" when unknown
   double window_start_s = 0;           // features window: first epoch start .. last epoch end
   double window_end_s = 0;
   bool in_training_data = false;       // the GPU is a source in the model's training data

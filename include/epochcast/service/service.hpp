@@ -29,6 +29,9 @@ struct PredictRequest {
   // Catalog ids (or nvidia-smi names) to predict for; empty: every GPU of the catalog.
   std::vector<std::string> gpus;
   int epochs = 10;               // N for the cost of N epochs
+  // The source's epoch time when known from elsewhere (training log); 0: from detection.
+  // Needed when detection abstains; the features then cover the detector's busy region.
+  double source_epoch_s = 0;
 };
 
 // Time spent per stage of one predict, for the benchmark and --verbose.
