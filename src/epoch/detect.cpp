@@ -157,19 +157,26 @@ Region find_training_region(const std::vector<Uniform>& channels, std::string& n
     note = "no busy/idle contrast: whole trace analysed";
     return all;
   }
-  const auto smooth = signal::moving_average(activity->values, 3);
+  const auto& a = activity->values;
+  auto smooth_at = [&](std::size_t i) {  // 3-sample centred mean, edges use what exists
+    const std::size_t b = i > 0 ? i - 1 : 0;
+    const std::size_t e = std::min(n, i + 2);
+    double sum = 0;
+    for (std::size_t k = b; k < e; ++k) sum += a[k];
+    return sum / static_cast<double>(e - b);
+  };
   const double threshold = lo + 0.5 * (hi - lo);
   struct Run {
     std::size_t begin, end;
   };
   std::vector<Run> runs;
   for (std::size_t i = 0; i < n;) {
-    if (smooth[i] <= threshold) {
+    if (smooth_at(i) <= threshold) {
       ++i;
       continue;
     }
     std::size_t j = i;
-    while (j < n && smooth[j] > threshold) ++j;
+    while (j < n && smooth_at(j) > threshold) ++j;
     runs.push_back({i, j});
     i = j;
   }
@@ -684,7 +691,15 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
       return seg;
     }
   }
-  const double dt = trace.median_interval_s();
+  // Median interval from at most 16384 evenly spread intervals (exact for short traces).
+  double dt = 0;
+  {
+    const std::size_t stride = (n_raw - 1 + 16383) / 16384;
+    std::vector<double> diffs;
+    diffs.reserve((n_raw - 1) / stride + 1);
+    for (std::size_t i = 1; i < n_raw; i += stride) diffs.push_back(trace.time_s[i] - trace.time_s[i - 1]);
+    dt = signal::median(diffs);
+  }
   seg.interval_s = dt;
   if (!(dt > 0)) {
     seg.reason = "no sampling interval: all samples share one timestamp";
@@ -708,13 +723,13 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   for (const auto& usable : kUsable) {
     const Channel* ch = trace.find(usable.metric);
     if (!ch || ch->values.size() != n_raw) continue;
-    std::vector<double> values(ch->values);
+    std::vector<double> values;
+    values.reserve(n_raw);
     std::size_t absurd = 0;
-    for (double& v : values) {
-      if (std::isfinite(v) && (v < usable.lo || v > usable.hi)) {
-        v = kNaN;
-        ++absurd;
-      }
+    for (double v : ch->values) {
+      const bool implausible = std::isfinite(v) && (v < usable.lo || v > usable.hi);
+      absurd += implausible;
+      values.push_back(implausible ? kNaN : v);
     }
     Uniform u{usable.metric, on_grid ? std::move(values) : signal::resample_uniform(trace.time_s, values, dt, n), 0,
               absurd};
