@@ -72,6 +72,8 @@ TraceFormat detect_format(std::string_view head) {
       }
       return TraceFormat::kAuto;
     }
+    if (metric_by_tag(first) || first == "gpu_index" || first == "gpu_uuid" || first == "gpu_name")
+      return TraceFormat::kCanonical;
     const std::size_t bracket = first.find(" [");
     if (bracket != std::string_view::npos) first = trim(first.substr(0, bracket));
     if (metric_by_smi_name(first) || first == "index" || first == "name" || first == "uuid")

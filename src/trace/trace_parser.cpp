@@ -17,6 +17,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kMaxSkipsKept = 20;
+constexpr std::size_t kMaxGpus = 4096;  // hostile input must not make a store per row
 
 std::string printable(std::string_view s, std::size_t max = 40) {
   std::string out;
@@ -297,6 +298,8 @@ void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_v
       }
   }
   if (g == gpus_.size()) {
+    if (gpus_.size() >= kMaxGpus)
+      fail(1, "(identity)", fmt::format("more than {} distinct GPUs in one trace; not a GPU log", kMaxGpus));
     GpuRows r;
     r.id.index = gpu_index;
     r.id.name = std::string(name);

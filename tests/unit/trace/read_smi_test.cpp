@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 
@@ -181,6 +183,36 @@ TEST(ReadSmi, ClockStepsRepeatsAndMidnightAreCountedAndAxisStaysMonotone) {
   EXPECT_EQ(t.diagnostics.backward_steps, 1u);
   for (std::size_t i = 1; i < t.size(); ++i) EXPECT_GE(t.time_s[i], t.time_s[i - 1]);
   EXPECT_NEAR(t.time_s[2], 1.0, 1e-9);
+}
+
+// Zone-less timestamps follow the machine's TZ rules, including a DST jump (POSIX TZ string,
+// so no tzdata is needed).
+TEST(ReadSmi, LocalTimeFollowsTzRulesAcrossDaylightSaving) {
+  const char* old_tz = std::getenv("TZ");
+  const std::string saved = old_tz ? old_tz : "";
+  ::setenv("TZ", "EST5EDT,M3.2.0,M11.1.0", 1);
+  ::tzset();
+  const std::string log = "timestamp, power.draw [W]\n"
+                          "2026/03/08 01:59:59.500, 1 W\n"   // EST (UTC-5)
+                          "2026/03/08 03:00:00.000, 1 W\n";  // EDT (UTC-4): 0.5 s later
+  const Trace t = read_trace_from_string(log, "dst.csv");
+  if (old_tz) ::setenv("TZ", saved.c_str(), 1);
+  else ::unsetenv("TZ");
+  ::tzset();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_NEAR(t.time_s[1], 0.5, 1e-9);
+  EXPECT_NEAR(t.start_unix_s, 1772953199.5, 1e-6);  // 2026-03-08T06:59:59.5Z
+  EXPECT_EQ(t.diagnostics.backward_steps, 0u);
+}
+
+TEST(ReadSmi, ZonedAndUnixTimestamps) {
+  const std::string iso = "timestamp,power_w\n2026-11-30T15:22:53.672+01:00,1\n2026-11-30T14:22:53.772Z,2\n";
+  const Trace a = read_trace_from_string(iso, "iso.csv");
+  EXPECT_NEAR(a.start_unix_s, 1796048573.672, 1e-6);
+  EXPECT_NEAR(a.time_s[1], 0.1, 1e-9);
+  const Trace u = read_trace_from_string("timestamp,power_w\n1796048573.672,1\n1796048573.772,2\n", "unix.csv");
+  EXPECT_NEAR(u.start_unix_s, 1796048573.672, 1e-6);
+  EXPECT_NEAR(u.time_s[1], 0.1, 1e-9);
 }
 
 TEST(ReadCanonical, RoundTripThroughTheWriterKeepsValuesAndMissing) {
