@@ -104,10 +104,11 @@ std::vector<double> robust_z(std::span<const double> y) {
   if (!(scale > 1e-9 * magnitude)) return {};
   // Not re-centred: every consumer removes its own mean (ACF windows, folds, templates).
   const double inv = 1.0 / scale;
-  std::vector<double> r(n);
+  std::vector<double> r;
+  r.reserve(n);  // filled once, not zeroed first
   for (std::size_t i = 0; i < n; ++i) {
     const double v = (y[i] - base - slope * static_cast<double>(i)) * inv;
-    r[i] = v > kClipZ ? kClipZ : (v < -kClipZ ? -kClipZ : v);  // minsd/maxsd, no libm call
+    r.push_back(v > kClipZ ? kClipZ : (v < -kClipZ ? -kClipZ : v));  // minsd/maxsd, no libm call
   }
   return r;
 }
@@ -725,15 +726,17 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     if (!ch || ch->values.size() != n_raw) continue;
     std::vector<double> values;
     values.reserve(n_raw);
-    std::size_t absurd = 0;
+    std::size_t absurd = 0, missing = 0;
     for (double v : ch->values) {
-      const bool implausible = std::isfinite(v) && (v < usable.lo || v > usable.hi);
+      const bool finite = std::isfinite(v);
+      const bool implausible = finite && (v < usable.lo || v > usable.hi);
       absurd += implausible;
+      missing += !finite || implausible;
       values.push_back(implausible ? kNaN : v);
     }
     Uniform u{usable.metric, on_grid ? std::move(values) : signal::resample_uniform(trace.time_s, values, dt, n), 0,
               absurd};
-    u.missing_fraction = signal::fill_gaps(u.values);
+    if (missing > 0 || !on_grid) u.missing_fraction = signal::fill_gaps(u.values);
     const auto tag = std::string(info(usable.metric).tag);
     if (absurd > 0) notes.push_back(fmt::format("{} implausible {} values ignored", absurd, tag));
     if (u.missing_fraction > 0.5) {
