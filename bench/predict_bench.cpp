@@ -1,0 +1,171 @@
+// End-to-end `predict` on a generated 24-hour nvidia-smi log at 10 Hz (864,000 samples):
+// wall time split by stage, peak memory, and the ratio to a raw-read floor (reading the same
+// bytes and counting lines) measured side by side in every iteration.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <fmt/os.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "epochcast/service/render.hpp"
+#include "epochcast/service/service.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kIntervalS = 0.1;
+constexpr std::size_t kSamples = 864'000;   // 24 h at 10 Hz
+constexpr double kEpochS = 600;             // a 10-minute epoch: 144 epochs
+constexpr double kValidationS = 40;         // validation pass at each epoch's end
+constexpr double kWarmupS = 120;            // idle start-up before training
+
+// A log shaped like the shared H200 traces (same header, units, timestamp format).
+std::string generate_trace() {
+  const fs::path path = fs::temp_directory_path() / "epochcast-bench-24h-10hz.smi.csv";
+  if (fs::exists(path) && fs::file_size(path) > 100'000'000) return path.string();
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 1);
+  auto out = fmt::output_file(path.string());
+  out.print(
+      "timestamp, index, name, clocks.current.graphics [MHz], clocks.current.sm [MHz], memory.free [MiB], "
+      "memory.total [MiB], memory.used [MiB], power.draw [W], temperature.gpu, utilization.gpu [%], "
+      "utilization.memory [%], clocks.current.memory [MHz], pstate, pcie.link.gen.current\n");
+  const long long start_ms = 1'796'000'000'000LL;  // fixed start: reproducible file
+  for (std::size_t i = 0; i < kSamples; ++i) {
+    const double t = i * kIntervalS;
+    const long long ms = start_ms + static_cast<long long>(std::llround(t * 1000)) + static_cast<long long>(noise(rng) * 3);
+    const std::time_t secs = ms / 1000;
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    double util = 0, mem_util = 0, power = 120;
+    if (t > kWarmupS) {
+      const double phase = std::fmod(t - kWarmupS, kEpochS);
+      const bool validating = phase > kEpochS - kValidationS;
+      util = validating ? 70 + 5 * noise(rng) : 99 - std::abs(noise(rng));
+      mem_util = validating ? 25 + 3 * noise(rng) : 48 + 2 * noise(rng);
+      power = validating ? 420 + 15 * noise(rng) : 640 + 10 * noise(rng);
+    }
+    const double used = t > kWarmupS ? 6395 : 1391;
+    out.print("{:04}/{:02}/{:02} {:02}:{:02}:{:02}.{:03}, 0, NVIDIA H200, 1980 MHz, 1980 MHz, {:.0f} MiB, 143771 MiB, "
+              "{:.0f} MiB, {:.2f} W, {}, {:.0f} %, {:.0f} %, 3201 MHz, P0, 5\n",
+              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000,
+              143771 - used, used, std::max(power, 60.0), 45 + static_cast<int>(t > kWarmupS) * 20,
+              std::clamp(util, 0.0, 100.0), std::clamp(mem_util, 0.0, 100.0));
+  }
+  out.close();
+  return path.string();
+}
+
+const std::string& trace_path() {
+  static const std::string path = generate_trace();
+  return path;
+}
+
+const epochcast::Service& service() {
+  static const epochcast::Service s{};
+  return s;
+}
+
+// Reading the bytes and counting lines: the floor any parser sits on.
+std::size_t raw_read_lines(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return 0;
+  static char buf[1 << 20];
+  std::size_t lines = 0, n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    for (const char* p = buf; (p = static_cast<const char*>(std::memchr(p, '\n', buf + n - p))) != nullptr; ++p) ++lines;
+  std::fclose(f);
+  return lines;
+}
+
+// Peak resident set since the last reset (Linux: VmHWM, reset through clear_refs).
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return NAN;
+}
+double current_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return NAN;
+}
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+void BM_PredictEndToEnd24h(benchmark::State& state) {
+  const std::string& path = trace_path();
+  const epochcast::Service& svc = service();
+  epochcast::StageTimes total{};
+  double raw_s = 0, html_s = 0, wall_s = 0, peak = 0, baseline = 0;
+  std::size_t predictions = 0;
+  bool found = false;
+  double period_s = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(raw_read_lines(path));
+    raw_s += seconds(std::chrono::steady_clock::now() - t0);
+
+    baseline = current_rss_mib();
+    reset_peak_rss();
+    epochcast::StageTimes times{};
+    t0 = std::chrono::steady_clock::now();
+    const epochcast::Trace trace = epochcast::read_trace(path);
+    times.read_s = seconds(std::chrono::steady_clock::now() - t0);
+    const epochcast::PredictReport report = svc.predict(trace, {}, &times);
+    const auto t1 = std::chrono::steady_clock::now();
+    const std::string html = epochcast::render_html(report, trace);
+    const std::string json = epochcast::to_json(report).dump();
+    benchmark::DoNotOptimize(html.data());
+    benchmark::DoNotOptimize(json.data());
+    html_s += seconds(std::chrono::steady_clock::now() - t1);
+    wall_s += seconds(std::chrono::steady_clock::now() - t0);
+    peak = std::max(peak, peak_rss_mib() - baseline);
+    total.read_s += times.read_s;
+    total.detect_s += times.detect_s;
+    total.features_s += times.features_s;
+    total.model_s += times.model_s;
+    predictions = report.predictions.size();
+    found = report.source.detected.found;
+    period_s = report.source.detected.period_s;
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["wall_s"] = wall_s / n;
+  state.counters["read_s"] = total.read_s / n;
+  state.counters["detect_s"] = total.detect_s / n;
+  state.counters["features_s"] = total.features_s / n;
+  state.counters["model_s"] = total.model_s / n;
+  state.counters["render_s"] = html_s / n;
+  state.counters["raw_read_s"] = raw_s / n;
+  state.counters["x_raw_read"] = wall_s / raw_s;
+  state.counters["peak_mib"] = peak;
+  state.counters["samples_per_s"] = kSamples * n / wall_s;
+  state.counters["gpus"] = static_cast<double>(predictions);
+  state.counters["found"] = found;
+  state.counters["period_s"] = period_s;
+}
+BENCHMARK(BM_PredictEndToEnd24h)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+// The service's fixed cost: one trace of the shared H200 set, for scale.
+void BM_PredictSharedH200Trace(benchmark::State& state) {
+  const std::string path = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32.smi.csv";
+  const epochcast::Service& svc = service();
+  for (auto _ : state) benchmark::DoNotOptimize(svc.predict_file(path, {}, {}).predictions.size());
+}
+BENCHMARK(BM_PredictSharedH200Trace)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
