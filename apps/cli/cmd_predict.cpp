@@ -68,7 +68,9 @@ ProgressFn terminal_progress() {
 
 void run_predict(const PredictCliOptions& o) {
   if (o.epochs < 1) throw Error(ErrorCode::kInvalidArgument, fmt::format("--epochs must be at least 1, got {}", o.epochs));
-  const std::vector<std::string> paths = o.traces.size() == 1 && o.traces[0] == "-"
+  // With --prometheus the one trace comes from the server (load_trace ignores the path).
+  const std::vector<std::string> paths = !o.input.prometheus_url.empty() ? std::vector<std::string>{o.input.prometheus_url}
+                                         : o.traces.size() == 1 && o.traces[0] == "-"
                                              ? o.traces
                                              : expand_trace_paths(o.traces);
   const bool batch = paths.size() > 1 || (o.traces.size() == 1 && paths.size() == 1 && paths[0] != o.traces[0]);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "epochcast/collect/prometheus.hpp"
 #include "epochcast/core/error.hpp"
 
 namespace epochcast::cli {
@@ -23,6 +24,38 @@ void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
   cmd->add_flag("--progress", opts.progress, "show reading progress on stderr (default: only on a terminal)");
   cmd->add_option("--interval", opts.interval_s,
                   "sampling interval in seconds for logs without timestamps (dcgmi dmon; default: its -d, else 1)");
+  add_prometheus_options(cmd, opts);
+}
+
+void add_prometheus_options(CLI::App* cmd, TraceInputOptions& opts) {
+  auto* url = cmd->add_option("--prometheus", opts.prometheus_url,
+                              "read the trace from a Prometheus server (dcgm-exporter series) instead of a file");
+  cmd->add_option("--query", opts.prometheus_queries,
+                  "--prometheus: PromQL selecting dcgm-exporter series; TAG=EXPR names an expression's channel")
+      ->needs(url);
+  cmd->add_option("--uuid", opts.prometheus_uuid, "--prometheus: every dcgm-exporter metric of this GPU UUID")
+      ->needs(url);
+  cmd->add_option("--start", opts.prometheus_start, "--prometheus: range start (Unix s, RFC 3339 UTC, now-15m)")
+      ->needs(url);
+  cmd->add_option("--end", opts.prometheus_end, "--prometheus: range end (default: now)")->needs(url);
+  cmd->add_option("--step", opts.prometheus_step, "--prometheus: resolution (1, 0.5, 100ms, 1m)")
+      ->needs(url)
+      ->capture_default_str();
+  // A trace file becomes optional when --prometheus supplies the trace.
+  std::vector<CLI::Option*> positionals;
+  for (CLI::Option* o : cmd->get_options())
+    if (o->get_positional() && o->get_required()) {
+      o->required(false);
+      positionals.push_back(o);
+    }
+  cmd->parse_complete_callback([positionals, url] {
+    std::size_t given = 0;
+    for (const CLI::Option* o : positionals) given += o->count();
+    if (url->count() == 0 && given == 0 && !positionals.empty())
+      throw CLI::RequiredError(positionals.front()->get_name() + " (or --prometheus URL)");
+    if (url->count() > 0 && given > 0)
+      throw CLI::ValidationError("--prometheus", "give a trace file or --prometheus, not both");
+  });
 }
 
 ReadOptions to_read_options(const TraceInputOptions& opts) {
@@ -46,6 +79,25 @@ ReadOptions to_read_options(const TraceInputOptions& opts) {
   }
   if (!r.smi_fields.empty() && r.format == TraceFormat::kAuto) r.format = TraceFormat::kNvidiaSmi;
   return r;
+}
+
+Trace load_prometheus_trace(const TraceInputOptions& opts) {
+  if (opts.prometheus_start.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--prometheus needs --start (Unix s, RFC 3339 UTC or now-15m)");
+  const double now_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  PrometheusQuery q;
+  q.url = opts.prometheus_url;
+  q.queries = opts.prometheus_queries;
+  q.uuid = opts.prometheus_uuid;
+  q.start_unix_s = parse_prometheus_time(opts.prometheus_start, now_s);
+  q.end_unix_s = opts.prometheus_end.empty() ? now_s : parse_prometheus_time(opts.prometheus_end, now_s);
+  q.step_s = parse_prometheus_duration_s(opts.prometheus_step);
+  if (opts.progress || ::isatty(2))
+    q.on_progress = [](std::size_t done, std::size_t total) {
+      if (total > 1) fmt::print(stderr, "\rquery_range {}/{}{}", done, total, done == total ? "\n" : "");
+    };
+  return fetch_prometheus_trace(q);
 }
 
 namespace {
@@ -83,6 +135,7 @@ class ProgressLine {
 }  // namespace
 
 Trace load_trace(const std::string& path, const TraceInputOptions& opts) {
+  if (!opts.prometheus_url.empty()) return load_prometheus_trace(opts);
   ReadOptions read = to_read_options(opts);
   std::unique_ptr<ProgressLine> progress;
   if (opts.progress || ::isatty(2)) {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "epochcast/trace/read.hpp"
 
@@ -17,13 +18,26 @@ struct TraceInputOptions {
   std::string fields;           // nvidia-smi field list for csv,noheader logs, comma-separated
   double interval_s = 0;        // 0: from the log (dcgmi -d) or 1 s
   bool progress = false;        // show reading progress on stderr even when it is not a terminal
+  // Prometheus source (collect stage): --prometheus URL (--query PROMQL… | --uuid UUID) --start --end [--step].
+  std::string prometheus_url;
+  std::vector<std::string> prometheus_queries;
+  std::string prometheus_uuid;
+  std::string prometheus_start;
+  std::string prometheus_end;
+  std::string prometheus_step = "1";
 };
 
+// --prometheus URL (--query PROMQL… | --uuid UUID) --start T [--end T] [--step S]; add_trace_options
+// calls it. Makes the command's required positional trace optional when --prometheus is given.
+void add_prometheus_options(CLI::App* cmd, TraceInputOptions& opts);
+// Fetches the range the --prometheus options describe (collect stage's fetch_prometheus_trace).
+[[nodiscard]] Trace load_prometheus_trace(const TraceInputOptions& opts);
 // Registers the options on `cmd`, storing into `opts` (which must outlive parsing).
 void add_trace_options(CLI::App* cmd, TraceInputOptions& opts);
 // The library's ReadOptions for these options; throws Error(kInvalidArgument) on bad values.
 [[nodiscard]] ReadOptions to_read_options(const TraceInputOptions& opts);
-// Reads the trace at `path` ("-" = stdin) with these options.
+// Reads the trace at `path` ("-" = stdin) with these options; with --prometheus, fetches the
+// range from the server instead (path unused).
 [[nodiscard]] Trace load_trace(const std::string& path, const TraceInputOptions& opts);
 
 }  // namespace epochcast::cli

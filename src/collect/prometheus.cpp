@@ -230,8 +230,10 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
         if (err == httplib::Error::Read)
           throw Error(ErrorCode::kIo, fmt::format("Prometheus {}: no answer within {} s (timed out or connection dropped)",
                                                   where, q.timeout.count() / 1000.0));
-        throw Error(ErrorCode::kIo, fmt::format("Prometheus {}: cannot reach the server ({}) — is it running?", where,
-                                                httplib::to_string(err)));
+        throw Error(ErrorCode::kIo,
+                    fmt::format("Prometheus {}: cannot reach the server ({}) — is it running?", where,
+                                err == httplib::Error::Connection ? "connection refused or host unreachable"
+                                                                  : httplib::to_string(err)));
       }
       if (res->status != 200) {
         std::string detail = fmt::format("HTTP {}", res->status);
