@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 
@@ -676,6 +677,224 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
 
 double clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
 
+// ---- Boundary events: a second, independent proposer ----
+//
+// Where an epoch ends with validation or a checkpoint, every activity channel drops for a
+// moment: a short, deep low-activity episode. With few samples per epoch (500 ms sampling,
+// ~10 per epoch) or few epochs the ACF has too few lags to resolve the period, but the
+// episodes themselves are plain to see. Events are the local minima of the mean activity
+// z-score that lie far below its typical level; the period is the spacing of a comb that
+// hits nearly all of them (one missing boundary and one spurious mid-epoch dip tolerated),
+// with the busy region's edges as boundaries when the trace is idle outside them.
+
+// Channels that fall when the GPU does less work.
+constexpr std::array<Metric, 8> kDipChannels{Metric::kGpuUtil,     Metric::kMemUtil,   Metric::kPower,
+                                             Metric::kSmActive,    Metric::kGrEngineActive, Metric::kSmOccupancy,
+                                             Metric::kTensorActive, Metric::kDramActive};
+constexpr double kEventDepth = 4.0;      // noise widths below the busy level
+constexpr double kMinEventDrop = 0.03;   // and at least 3 % of the channel's idle-to-busy range
+constexpr std::size_t kMaxEvents = 48;   // more distinct deep dips than this: not sparse boundary events
+
+struct Event {
+  double pos;    // level-0 sample index in the region (parabolic)
+  double depth;  // robust sd below the median
+  bool edge;     // a busy-region edge with idle outside it
+};
+
+struct EventFit {
+  bool ok = false;
+  double period_samples = 0;
+  double t0 = 0;  // first tooth, region samples
+  long k_first = 0, k_last = -1;
+  std::size_t hits = 0, real_hits = 0, teeth = 0, spurious = 0, events = 0;
+  double jitter = 1;
+  double confidence = 0;
+  double acf = 0;
+  std::vector<Metric> channels;
+};
+
+EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, bool idle_before, bool idle_after,
+                          double min_lag, double max_lag, double min_epochs) {
+  EventFit best;
+  const std::size_t len = region.size();
+  if (len < 16) return best;
+  // Depth of each sample: the largest drop of any activity channel below its busy level, in
+  // that channel's noise widths (robust spread, at least 2 reading steps and 2 % of its
+  // idle-to-busy range), counted only where the drop is at least 3 % of that range. A boundary
+  // seen by one channel only (power during a checkpoint write, utilisation sampled just past a
+  // validation pass) counts.
+  std::vector<double> depth(len, 0.0);
+  std::vector<Metric> used;
+  std::vector<double> dev(len);
+  for (const auto& u : channels) {
+    if (std::find(kDipChannels.begin(), kDipChannels.end(), u.metric) == kDipChannels.end()) continue;
+    const auto x = std::span<const double>(u.values).subspan(region.begin, len);
+    const double busy = signal::median(x);
+    const double idle = signal::quantile_sampled(u.values, 0.01);
+    const double range = busy - idle;
+    if (!(range > 1e-9 * (std::abs(busy) + 1))) continue;
+    for (std::size_t i = 0; i < len; ++i) dev[i] = std::abs(x[i] - busy);
+    std::vector<double> sorted;
+    for (std::size_t i = 0; i < len && sorted.size() < 4096; ++i) sorted.push_back(x[i]);
+    std::sort(sorted.begin(), sorted.end());
+    double step = 0;
+    for (std::size_t i = 1; i < sorted.size(); ++i) {
+      const double d = sorted[i] - sorted[i - 1];
+      if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
+    }
+    const double noise = std::max({1.4826 * signal::median(dev), 2 * step, 0.02 * range});
+    const double min_drop = kMinEventDrop * range;
+    for (std::size_t i = 0; i < len; ++i) {
+      const double drop = busy - x[i];
+      if (drop >= min_drop) depth[i] = std::max(depth[i], drop / noise);
+    }
+    used.push_back(u.metric);
+  }
+  if (used.empty()) return best;
+  const std::vector<double>& score = depth;
+  const double scale = 1.0;
+  if (std::getenv("EPOCHCAST_DEBUG_EVENTS")) {
+    fmt::print(stderr, "depth len={} scale={:.3f} used={}:", len, scale, used.size());
+    for (double d : depth) fmt::print(stderr, " {:.1f}", d);
+    fmt::print(stderr, "\n");
+  }
+  // Local maxima of the depth above the threshold; within min_lag/2 of each other the deepest.
+  std::vector<Event> events;
+  for (std::size_t i = 0; i < len; ++i) {
+    if (depth[i] < kEventDepth) continue;
+    if (i > 0 && depth[i - 1] > depth[i]) continue;
+    if (i + 1 < len && depth[i + 1] >= depth[i]) continue;
+    double off = 0;
+    if (i > 0 && i + 1 < len) off = signal::parabolic_offset(depth[i - 1], depth[i], depth[i + 1]);
+    const Event e{static_cast<double>(i) + off, depth[i], false};
+    if (!events.empty() && e.pos - events.back().pos < 0.5 * min_lag) {
+      if (e.depth > events.back().depth) events.back() = e;
+    } else {
+      events.push_back(e);
+    }
+  }
+  if (events.size() > kMaxEvents) return best;
+  const double edge_depth = kEventDepth;
+  const double lo_edge = -0.5, hi_edge = static_cast<double>(len) - 0.5;
+  std::vector<Event> all = events;
+  if (idle_before) all.push_back({lo_edge, edge_depth, true});
+  if (idle_after) all.push_back({hi_edge, edge_depth, true});
+  std::sort(all.begin(), all.end(), [](const Event& a, const Event& b) { return a.pos < b.pos; });
+  std::size_t real_events = events.size();
+  if (std::getenv("EPOCHCAST_DEBUG_EVENTS")) {
+    fmt::print(stderr, "event list:");
+    for (const auto& e : all) fmt::print(stderr, " {:.1f}({:.1f}{})", e.pos, e.depth, e.edge ? "E" : "");
+    fmt::print(stderr, "\n");
+  }
+  if (real_events < 3 || all.size() < 4) return best;
+
+  const double max_p = std::min(max_lag > 0 ? max_lag : 1e300, static_cast<double>(len) / (min_epochs - 0.2));
+  double best_score = -1e300;
+  for (std::size_t a = 0; a < all.size(); ++a) {
+    for (std::size_t b = a + 1; b < all.size(); ++b) {
+      for (int m = 1; m <= 4; ++m) {
+        const double p = (all[b].pos - all[a].pos) / m;
+        if (p < min_lag || p > max_p) continue;
+        const double tol = std::max(1.0, 0.12 * p);
+        // Teeth anchored at event a.
+        const auto k_first = static_cast<long>(std::ceil((lo_edge - tol - all[a].pos) / p));
+        const auto k_last = static_cast<long>(std::floor((hi_edge + tol - all[a].pos) / p));
+        if (k_last - k_first < 2) continue;
+        std::size_t hits = 0, real_hits = 0, spurious = 0;
+        double s = 0, hit_depth = 0, spur_depth = 0;
+        std::vector<char> tooth_hit(static_cast<std::size_t>(k_last - k_first + 1), 0);
+        // Least-squares line through the hits.
+        double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (const auto& e : all) {
+          const double kf = (e.pos - all[a].pos) / p;
+          const long k = std::lround(kf);
+          const double r = std::abs(e.pos - (all[a].pos + static_cast<double>(k) * p));
+          // An event in the ramp next to an idle edge is that edge's boundary, not a new one.
+          const bool near_edge = !e.edge && ((idle_before && e.pos - lo_edge < 0.3 * p) ||
+                                             (idle_after && hi_edge - e.pos < 0.3 * p));
+          if (near_edge) continue;
+          if (r <= tol && k >= k_first && k <= k_last && !tooth_hit[static_cast<std::size_t>(k - k_first)]) {
+            tooth_hit[static_cast<std::size_t>(k - k_first)] = 1;
+            ++hits;
+            real_hits += !e.edge;
+            s += std::min(e.depth, 2 * kEventDepth);
+            hit_depth += std::min(e.depth, 2 * kEventDepth);
+            n += 1;
+            sx += static_cast<double>(k);
+            sy += e.pos;
+            sxx += static_cast<double>(k * k);
+            sxy += static_cast<double>(k) * e.pos;
+          } else {
+            ++spurious;
+            s -= std::min(e.depth, 2 * kEventDepth);
+            spur_depth += std::min(e.depth, 2 * kEventDepth);
+          }
+        }
+        const std::size_t teeth = tooth_hit.size();
+        const std::size_t missed = teeth - hits;
+        s -= kEventDepth * static_cast<double>(missed);
+        // One missing boundary at most (a quarter of the teeth beyond 8); spurious dips fewer
+        // than the real boundaries found and, together, shallower than half of them.
+        if (real_hits < 3 || missed > std::max<std::size_t>(1, teeth / 4) || 2 * spurious > hits ||
+            spur_depth > 0.5 * hit_depth)
+          continue;
+        if (s <= best_score) continue;
+        const double den = n * sxx - sx * sx;
+        if (!(den > 0)) continue;
+        const double slope = (n * sxy - sx * sy) / den;
+        const double icpt = (sy - slope * sx) / n;
+        if (std::abs(slope - p) > 0.1 * p) continue;
+        double ss = 0;
+        for (const auto& e : all) {
+          const long k = std::lround((e.pos - all[a].pos) / p);
+          if (k < k_first || k > k_last) continue;
+          const double r = e.pos - (icpt + slope * static_cast<double>(k));
+          if (std::abs(e.pos - (all[a].pos + static_cast<double>(k) * p)) <= tol) ss += r * r;
+        }
+        best_score = s;
+        best.ok = true;
+        best.period_samples = slope;
+        best.t0 = icpt;
+        best.k_first = k_first;
+        best.k_last = k_last;
+        best.hits = hits;
+        best.real_hits = real_hits;
+        best.teeth = teeth;
+        best.spurious = spurious;
+        best.events = real_events;
+        // Event positions are whole samples (the deepest one): 1/12 sample^2 of the residual
+        // variance is that rounding, not jitter of the boundaries.
+        best.jitter = std::sqrt(std::max(0.0, ss / n - 1.0 / 12.0)) / slope;
+      }
+    }
+  }
+  if (!best.ok) return best;
+  best.channels = used;
+  // ACF of the activity score at the comb's period: the two proposers must agree in sign.
+  {
+    std::vector<double> x(score);
+    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(len);
+    for (double& v : x) v -= mean;
+    const auto lag = static_cast<std::size_t>(std::floor(best.period_samples));
+    std::vector<double> r;
+    if (lag + 2 < len) {
+      signal::autocorrelation(x, lag, lag + 1, r);
+      const double frac = best.period_samples - static_cast<double>(lag);
+      const double rho = (1 - frac) * r[0] + frac * r[1];
+      best.acf = rho / (1.0 - std::min(0.9, best.period_samples / static_cast<double>(len)));
+    }
+  }
+  const double hit_fraction = static_cast<double>(best.hits) / static_cast<double>(best.teeth);
+  const double clean = 1.0 - static_cast<double>(best.spurious) / static_cast<double>(best.hits);
+  const double s_reg = std::sqrt(clamp01(1.0 - best.jitter / 0.08));
+  const double s_acf = clamp01(best.acf / 0.2);
+  const double cycles = static_cast<double>(len) / best.period_samples;
+  const double s_cycles = clamp01((cycles - 2.0) / 1.0);
+  best.confidence = clamp01(hit_fraction * clean * s_reg * s_acf * (0.5 + 0.5 * s_cycles));
+  return best;
+}
+
+
 }  // namespace
 
 Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
@@ -870,7 +1089,51 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
       100 * fit.jitter, cycles);
   // 0.2 epoch of slack: the busy region's edges are found to a sample or two, and a run of
   // exactly N epochs must count as N.
-  if (cycles < static_cast<double>(options.min_epochs) - 0.2) {
+  const double min_cycles = static_cast<double>(options.min_epochs) - 0.2;
+  if (cycles < min_cycles || confidence < options.min_confidence) {
+    // The ACF could not confirm a period: try the boundary events (short deep dips).
+    const bool idle_before = region.begin > 0, idle_after = region.end < n;
+    const EventFit ev = detect_by_events(channels, region, idle_before, idle_after, min_lag, max_lag,
+                                         std::max(2.0, static_cast<double>(options.min_epochs)));
+    if (std::getenv("EPOCHCAST_DEBUG_EVENTS"))
+      fmt::print(stderr, "events: ok={} P={:.2f} hits={}/{} real={} spurious={} events={} jitter={:.3f} acf={:.2f} conf={:.2f}\n",
+                 ev.ok, ev.period_samples, ev.hits, ev.teeth, ev.real_hits, ev.spurious, ev.events, ev.jitter, ev.acf,
+                 ev.confidence);
+    const double ev_cycles = ev.ok ? static_cast<double>(region.size()) / ev.period_samples : 0.0;
+    if (ev.ok && ev.confidence >= options.min_confidence && ev_cycles >= min_cycles &&
+        ev.confidence > confidence * (cycles >= min_cycles ? 1.0 : 0.0)) {
+      seg.found = true;
+      seg.period_samples = ev.period_samples;
+      seg.period_s = ev.period_samples * dt;
+      seg.candidate_period_s = seg.period_s;
+      seg.confidence = ev.confidence;
+      seg.channels.clear();
+      for (Metric m : ev.channels) seg.channels.emplace_back(info(m).tag);
+      std::vector<double> eb;
+      for (long k = ev.k_first; k <= ev.k_last; ++k) {
+        double x = ev.t0 + ev.period_samples * static_cast<double>(k);
+        x = std::clamp(x, -0.5, static_cast<double>(region.size()) - 0.5);
+        eb.push_back((static_cast<double>(region.begin) + x) * dt);
+      }
+      if (idle_before && !eb.empty() && std::abs(eb.front() - seg.training_start_s) < 0.3 * seg.period_s)
+        eb.front() = seg.training_start_s;
+      if (idle_after && !eb.empty() && std::abs(eb.back() - seg.training_end_s) < 0.3 * seg.period_s)
+        eb.back() = seg.training_end_s;
+      for (std::size_t i = 0; i + 1 < eb.size(); ++i) seg.epochs.push_back({eb[i], eb[i + 1]});
+      seg.reason = with_notes(fmt::format(
+          "period {:.1f} samples from boundary events: {}/{} boundaries are deep short dips ({} spurious, jitter "
+          "{:.1f} %), activity autocorrelation {:.2f}, {:.1f} epochs in view; the autocorrelation alone: {}",
+          ev.period_samples, ev.hits, ev.teeth, ev.spurious, 100 * ev.jitter, ev.acf, ev_cycles, how));
+      return seg;
+    }
+    if (ev.ok && ev_cycles >= min_cycles) {
+      // Not confirmed, but a better-supported guess than an ACF period with too few epochs.
+      if (cycles < min_cycles) seg.candidate_period_s = ev.period_samples * dt;
+      notes.push_back(fmt::format("boundary events suggest {:.3g} s ({}/{} boundaries, {} spurious, confidence {:.2f})",
+                                  ev.period_samples * dt, ev.hits, ev.teeth, ev.spurious, ev.confidence));
+    }
+  }
+  if (cycles < min_cycles) {
     seg.reason = with_notes(fmt::format(
         "only {:.1f} epochs in view (period ~{:.3g} s); need at least {} to confirm a period",
         cycles, period_s, options.min_epochs));
