@@ -44,6 +44,26 @@ ProtocolScores parse_scores(const nlohmann::json& j, const std::string& path, st
   return s;
 }
 
+// The fit options the figures were measured with must be the model's (those both sides know).
+std::string options_mismatch(const nlohmann::json& stored, const FitOptions& o) {
+  const std::pair<const char*, double> fields[] = {
+      {"seed", static_cast<double>(o.seed)}, {"folds", static_cast<double>(o.folds)},
+      {"group_folds_by_model", o.group_folds_by_model ? 1.0 : 0.0},
+      {"include_memory_features", o.include_memory_features ? 1.0 : 0.0},
+      {"interval_level", o.interval_level}, {"xgb_rounds", static_cast<double>(o.xgb_rounds)},
+      {"xgb_max_depth", static_cast<double>(o.xgb_max_depth)}, {"xgb_eta", o.xgb_eta},
+      {"trees", static_cast<double>(o.trees)}, {"tree_min_leaf", static_cast<double>(o.tree_min_leaf)},
+      {"knn_k", static_cast<double>(o.knn_k)}};
+  for (const auto& [key, value] : fields) {
+    if (!stored.contains(key)) continue;
+    const nlohmann::json& v = stored[key];
+    const double s = v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.is_number() ? v.get<double>() : NAN;
+    if (!(std::abs(s - value) <= 1e-9 * std::max(1.0, std::abs(value))))
+      return fmt::format("option {} = {} there, {} in this model", key, v.dump(), value);
+  }
+  return {};
+}
+
 }  // namespace
 
 ModelValidation load_validation(const std::string& path, const StackedModel& model) {
@@ -73,6 +93,14 @@ ModelValidation load_validation(const std::string& path, const StackedModel& mod
         "and {} pairs; run `epochcast eval` on its data.",
         path, hash.empty() ? "?" : hash, pairs, model.schema_hash(), model.training_pairs());
     return v;
+  }
+  if (j.contains("options") && j["options"].is_object()) {
+    if (const std::string why = options_mismatch(j["options"], model.options()); !why.empty()) {
+      v.note = fmt::format("No validation figures for this model: {} was measured with other fit options ({}); run "
+                           "`epochcast eval`.",
+                           path, why);
+      return v;
+    }
   }
   for (std::size_t i = 0; i < j["protocols"].size(); ++i) v.protocols.push_back(parse_scores(j["protocols"][i], path, i));
   v.available = !v.protocols.empty();

@@ -137,6 +137,18 @@ TEST(Predict, UnseenSourceGpuIsWarnedAndIntervalsWidened) {
   EXPECT_GT(ratio, 1.2);
 }
 
+TEST(Predict, ValidationFiguresShownOrTheirAbsenceExplained) {
+  const nlohmann::json j = predict_json("vgg16_224_bs32_fp32");
+  const nlohmann::json& v = j["validation"];
+  if (v["available"].get<bool>()) {
+    ASSERT_FALSE(v["protocols"].empty());
+    EXPECT_EQ(v["protocols"][0]["protocol"], "lomo");
+    EXPECT_GT(v["protocols"][0]["mape_pct"].get<double>(), 0);
+  } else {
+    EXPECT_THAT(v["note"].get<std::string>(), HasSubstr("epochcast eval"));
+  }
+}
+
 TEST(Predict, CostsFollowPricesAndEpochs) {
   const nlohmann::json j10 = predict_json("resnet50_224_bs256_bf16", "--epochs 10");
   const nlohmann::json j90 = predict_json("resnet50_224_bs256_bf16", "--epochs 90");
