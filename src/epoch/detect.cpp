@@ -705,6 +705,7 @@ struct EventFit {
   bool ok = false;
   double period_samples = 0;
   double t0 = 0;  // first tooth, region samples
+  double lag = 0; // dips after the busy-region edges, samples
   long k_first = 0, k_last = -1;
   std::size_t hits = 0, real_hits = 0, teeth = 0, spurious = 0, events = 0;
   double jitter = 1;
@@ -803,8 +804,11 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
         std::size_t hits = 0, real_hits = 0, spurious = 0;
         double s = 0, hit_depth = 0, spur_depth = 0;
         std::vector<char> tooth_hit(static_cast<std::size_t>(k_last - k_first + 1), 0);
-        // Least-squares line through the hits.
-        double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+        struct Hit {
+          double k, pos;
+          bool edge;
+        };
+        std::vector<Hit> hit_list;
         for (const auto& e : all) {
           const double kf = (e.pos - all[a].pos) / p;
           const long k = std::lround(kf);
@@ -819,11 +823,7 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
             real_hits += !e.edge;
             s += std::min(e.depth, 2 * kEventDepth);
             hit_depth += std::min(e.depth, 2 * kEventDepth);
-            n += 1;
-            sx += static_cast<double>(k);
-            sy += e.pos;
-            sxx += static_cast<double>(k * k);
-            sxy += static_cast<double>(k) * e.pos;
+            hit_list.push_back({static_cast<double>(k), e.pos, e.edge});
           } else {
             ++spurious;
             s -= std::min(e.depth, 2 * kEventDepth);
@@ -839,22 +839,57 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
             spur_depth > 0.5 * hit_depth)
           continue;
         if (s <= best_score) continue;
-        const double den = n * sxx - sx * sx;
-        if (!(den > 0)) continue;
-        const double slope = (n * sxy - sx * sy) / den;
-        const double icpt = (sy - slope * sx) / n;
-        if (std::abs(slope - p) > 0.1 * p) continue;
-        double ss = 0;
-        for (const auto& e : all) {
-          const long k = std::lround((e.pos - all[a].pos) / p);
-          if (k < k_first || k > k_last) continue;
-          const double r = e.pos - (icpt + slope * static_cast<double>(k));
-          if (std::abs(e.pos - (all[a].pos + static_cast<double>(k) * p)) <= tol) ss += r * r;
+        // Least squares: pos = t0 + k * P (+ lag for the dips). A dip is seen where the sampled
+        // activity falls, a busy-region edge where it rises or ends: when both kinds are hit,
+        // the dips get their own offset (their lag behind the edges) instead of counting it as
+        // jitter.
+        std::size_t edge_hits = 0;
+        for (const auto& h : hit_list) edge_hits += h.edge;
+        const bool two_kinds = edge_hits > 0 && real_hits >= 2;
+        double nm[3][4] = {};
+        for (const auto& h : hit_list) {
+          const double row[3] = {1.0, h.k, h.edge ? 0.0 : 1.0};
+          const int cols = two_kinds ? 3 : 2;
+          for (int r = 0; r < cols; ++r) {
+            for (int c = 0; c < cols; ++c) nm[r][c] += row[r] * row[c];
+            nm[r][3] += row[r] * h.pos;
+          }
         }
+        const int params = two_kinds ? 3 : 2;
+        // Gaussian elimination on the normal equations (2x2 or 3x3).
+        bool singular = false;
+        for (int c = 0; c < params && !singular; ++c) {
+          int piv = c;
+          for (int r = c + 1; r < params; ++r)
+            if (std::abs(nm[r][c]) > std::abs(nm[piv][c])) piv = r;
+          if (!(std::abs(nm[piv][c]) > 1e-12)) {
+            singular = true;
+            break;
+          }
+          std::swap(nm[c], nm[piv]);
+          for (int r = 0; r < params; ++r) {
+            if (r == c) continue;
+            const double f = nm[r][c] / nm[c][c];
+            for (int k = c; k < 4; ++k) nm[r][k] -= f * nm[c][k];
+          }
+        }
+        if (singular) continue;
+        const double icpt = nm[0][3] / nm[0][0];
+        const double slope = nm[1][3] / nm[1][1];
+        const double lag = two_kinds ? nm[2][3] / nm[2][2] : 0.0;
+        if (std::abs(slope - p) > 0.1 * p || std::abs(lag) > 0.25 * p) continue;
+        double ss = 0;
+        for (const auto& h : hit_list) {
+          const double r = h.pos - (icpt + slope * h.k + (h.edge ? 0.0 : lag));
+          ss += r * r;
+        }
+        const double dof = static_cast<double>(hit_list.size()) - params;
+        if (!(dof >= 1)) continue;
         best_score = s;
         best.ok = true;
         best.period_samples = slope;
-        best.t0 = icpt;
+        best.t0 = icpt + lag;  // boundaries where the dips are
+        best.lag = lag;
         best.k_first = k_first;
         best.k_last = k_last;
         best.hits = hits;
@@ -864,7 +899,7 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
         best.events = real_events;
         // Event positions are whole samples (the deepest one): 1/12 sample^2 of the residual
         // variance is that rounding, not jitter of the boundaries.
-        best.jitter = std::sqrt(std::max(0.0, ss / n - 1.0 / 12.0)) / slope;
+        best.jitter = std::sqrt(std::max(0.0, ss / dof - 1.0 / 12.0)) / slope;
       }
     }
   }
