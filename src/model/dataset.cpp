@@ -131,9 +131,6 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
         if (!gpu) {
           if (auto m = catalog.match_smi_name(k.text)) gpu = catalog.find(m->id);
         }
-        if (!gpu && col.count(kNameColumn)) {
-          if (auto m = catalog.match_smi_name(cell(kNameColumn).text)) gpu = catalog.find(m->id);
-        }
         if (!gpu)
           throw fail("unknown GPU '" + k.text + "' (catalog " + catalog.source() + ": " +
                          catalog.ids_joined() + ")",

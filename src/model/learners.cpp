@@ -222,26 +222,50 @@ class RidgeLearner final : public Learner {
 
 class KnnLearner final : public Learner {
  public:
-  explicit KnnLearner(const LearnerConfig& c) : k_(std::max(1, c.knn_k)) {}
+  explicit KnnLearner(const LearnerConfig& c) : k_(std::max(1, c.knn_k)), columns_(c.knn_columns) {}
   std::string name() const override { return "knn"; }
 
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t) override {
-    scaler_.fit(x);
-    points_ = Matrix(x.rows, x.cols);
-    for (std::size_t i = 0; i < x.rows; ++i) scaler_.apply(x.row(i), points_.row(i));
+    if (columns_.empty()) {
+      columns_.resize(x.cols);
+      std::iota(columns_.begin(), columns_.end(), 0);
+    }
+    const Matrix sub = select(x);
+    scaler_.fit(sub);
+    points_ = Matrix(sub.rows, sub.cols);
+    for (std::size_t i = 0; i < sub.rows; ++i) scaler_.apply(sub.row(i), points_.row(i));
     y_.assign(y.begin(), y.end());
   }
 
   double predict(std::span<const double> x) const override {
-    std::vector<double> z(points_.cols);
-    scaler_.apply(x, z);
+    double picked[64];
+    std::vector<double> picked_heap;
+    std::span<double> in(picked, std::min<std::size_t>(columns_.size(), 64));
+    if (columns_.size() > 64) {
+      picked_heap.resize(columns_.size());
+      in = picked_heap;
+    }
+    for (std::size_t c = 0; c < columns_.size(); ++c) in[c] = x[columns_[c]];
+    double z_buf[64];
+    std::vector<double> z_heap;
+    std::span<double> z(z_buf, in.size());
+    if (in.size() > 64) {
+      z_heap.resize(in.size());
+      z = z_heap;
+    }
+    scaler_.apply(in, z);
     const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(k_), points_.rows);
     std::vector<std::pair<double, std::size_t>> best;  // (distance², index), k smallest
     best.reserve(k + 1);
     for (std::size_t i = 0; i < points_.rows; ++i) {
       const auto p = points_.row(i);
+      // Stop summing once this point cannot enter the k best: most points leave early.
+      const double bound = best.size() < k ? std::numeric_limits<double>::infinity() : best.back().first;
       double d2 = 0;
-      for (std::size_t c = 0; c < z.size(); ++c) d2 += (p[c] - z[c]) * (p[c] - z[c]);
+      for (std::size_t c = 0; c < z.size() && d2 < bound; c += 8) {
+        const std::size_t end = std::min(z.size(), c + 8);
+        for (std::size_t q = c; q < end; ++q) d2 += (p[q] - z[q]) * (p[q] - z[q]);
+      }
       if (best.size() < k || d2 < best.back().first) {
         auto pos = std::upper_bound(best.begin(), best.end(), std::make_pair(d2, i));
         best.insert(pos, {d2, i});
@@ -258,23 +282,35 @@ class KnnLearner final : public Learner {
   }
 
   nlohmann::json to_json() const override {
-    return {{"k", k_}, {"scaler", scaler_.to_json()}, {"rows", points_.rows},
+    return {{"k", k_}, {"columns", columns_}, {"scaler", scaler_.to_json()}, {"rows", points_.rows},
             {"cols", points_.cols}, {"points", points_.data}, {"y", y_}};
   }
   void from_json(const nlohmann::json& j) override {
     k_ = j.at("k").get<int>();
+    columns_ = j.at("columns").get<std::vector<std::size_t>>();
     scaler_.from_json(j.at("scaler"));
     points_.rows = j.at("rows").get<std::size_t>();
     points_.cols = j.at("cols").get<std::size_t>();
     points_.data = j.at("points").get<std::vector<double>>();
     y_ = j.at("y").get<std::vector<double>>();
     if (k_ < 1 || points_.data.size() != points_.rows * points_.cols || y_.size() != points_.rows ||
-        scaler_.mean.size() != points_.cols)
+        scaler_.mean.size() != points_.cols || columns_.size() != points_.cols)
       throw Error(ErrorCode::kParse, "knn state: inconsistent sizes");
   }
 
  private:
+  Matrix select(const Matrix& x) const {
+    Matrix out(x.rows, columns_.size());
+    for (std::size_t i = 0; i < x.rows; ++i)
+      for (std::size_t c = 0; c < columns_.size(); ++c) {
+        if (columns_[c] >= x.cols) throw Error(ErrorCode::kInternal, "knn column out of range");
+        out.data[i * columns_.size() + c] = x.data[i * x.cols + columns_[c]];
+      }
+    return out;
+  }
+
   int k_;
+  std::vector<std::size_t> columns_;
   Standardizer scaler_;
   Matrix points_;
   std::vector<double> y_;
@@ -286,7 +322,7 @@ class ExtraTreesLearner final : public Learner {
  public:
   explicit ExtraTreesLearner(const LearnerConfig& c)
       : trees_wanted_(std::max(1, c.trees)), min_leaf_(std::max(1, c.tree_min_leaf)),
-        threads_(std::max(1, c.threads)) {}
+        threads_(std::max(1, c.threads)), max_features_(c.tree_max_features) {}
   std::string name() const override { return "extra_trees"; }
 
   struct Node {
@@ -403,7 +439,16 @@ class ExtraTreesLearner final : public Learner {
     int best_feature = -1;
     double best_threshold = 0;
     std::uniform_real_distribution<double> unit(0.0, 1.0);
-    for (std::size_t c = 0; c < x.cols; ++c) {
+    // A random subset of the features per node (partial Fisher-Yates over a reused buffer).
+    std::vector<std::size_t>& order = order_buffer(x.cols);
+    const std::size_t tries = std::clamp<std::size_t>(
+        static_cast<std::size_t>(std::ceil(max_features_ * static_cast<double>(x.cols))), 1, x.cols);
+    for (std::size_t j = 0; j < tries; ++j) {
+      std::uniform_int_distribution<std::size_t> pick(j, x.cols - 1);
+      std::swap(order[j], order[pick(rng)]);
+    }
+    for (std::size_t j = 0; j < tries; ++j) {
+      const std::size_t c = order[j];
       double lo = std::numeric_limits<double>::infinity(), hi = -lo;
       for (std::size_t i = begin; i < end; ++i) {
         const double v = x.data[idx[i] * x.cols + c];
@@ -448,7 +493,16 @@ class ExtraTreesLearner final : public Learner {
     return id;
   }
 
+  static std::vector<std::size_t>& order_buffer(std::size_t cols) {
+    // Reset per node so the draw depends only on the tree's own generator.
+    thread_local std::vector<std::size_t> order;
+    order.resize(cols);
+    std::iota(order.begin(), order.end(), 0);
+    return order;
+  }
+
   int trees_wanted_, min_leaf_, threads_;
+  double max_features_;
   std::size_t cols_ = 0;
   std::vector<double> fill_;
   std::vector<std::vector<Node>> trees_;

@@ -45,7 +45,9 @@ struct LearnerConfig {
   int xgb_rounds = 300, xgb_max_depth = 4, threads = 2;
   double xgb_eta = 0.05;
   int trees = 150, tree_min_leaf = 2;
+  double tree_max_features = 0.5;  // share of features tried per split
   int knn_k = 7;
+  std::vector<std::size_t> knn_columns;  // the columns kNN measures distance on (empty: all)
 };
 
 // The stack's learners in a fixed order; names: xgboost, ridge, knn, extra_trees.

@@ -1,6 +1,8 @@
 #include "pair_features.hpp"
 
 #include <cmath>
+#include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 namespace epochcast {
@@ -21,6 +23,25 @@ constexpr SpecField kSpecs[] = {
     {"tdp_w", &GpuSpec::tdp_w},
 };
 
+// Amdahl-style expected log ratio: the busy share of the source epoch (utilization.gpu) scales
+// with the spec ratio, the rest (input pipeline, host) does not. A strong prior for every learner.
+constexpr SpecField kAmdahlSpecs[] = {
+    {"fp32_tflops", &GpuSpec::fp32_tflops},
+    {"tensor_fp16_tflops", &GpuSpec::tensor_fp16_tflops},
+    {"memory_bandwidth_gbs", &GpuSpec::memory_bandwidth_gbs},
+    {"sm_count", &GpuSpec::sm_count},
+    {"max_sm_clock_mhz", &GpuSpec::max_sm_clock_mhz},
+};
+
+double amdahl(double busy, double speedup) {
+  return std::log(busy / speedup + (1.0 - busy));
+}
+
+double clamp01(double v) { return std::isfinite(v) ? std::min(1.0, std::max(0.0, v)) : v; }
+
+// Graphics clock repeats the SM clock on these GPUs; the memory clock is constant per GPU.
+bool is_pair_metric(Metric m) { return m != Metric::kGraphicsClock && m != Metric::kMemClock; }
+
 bool is_memory_metric(Metric m) {
   return m == Metric::kMemUsed || m == Metric::kMemFree || m == Metric::kMemTotal;
 }
@@ -30,6 +51,7 @@ PairSchema build(bool include_memory) {
   s.include_memory = include_memory;
   const auto metrics = feature_metrics();
   for (std::size_t mi = 0; mi < metrics.size(); ++mi) {
+    if (!is_pair_metric(metrics[mi])) continue;
     if (!include_memory && is_memory_metric(metrics[mi])) continue;
     for (std::size_t st = 0; st < kStatCount; ++st) {
       const std::size_t f = mi * kStatCount + st;
@@ -45,6 +67,9 @@ PairSchema build(bool include_memory) {
     s.names.push_back(std::string("tgt.log_") + spec.name);
     s.names.push_back(std::string("ratio.log_") + spec.name);
   }
+  for (const auto& spec : kAmdahlSpecs) s.names.push_back(std::string("amdahl.") + spec.name);
+  s.names.push_back("amdahl.fp32_and_bandwidth");
+  s.names.push_back("amdahl.memory_split");
   return s;
 }
 
@@ -73,6 +98,19 @@ void pair_features(const PairSchema& schema, const FeatureRow& source, double so
     out[k++] = lb;
     out[k++] = lb - la;
   }
+  const double busy = clamp01(source.get(Metric::kGpuUtil, Stat::kMean) / 100.0);
+  const double mem_busy = clamp01(source.get(Metric::kMemUtil, Stat::kMean) / 100.0);
+  auto speedup = [&](double GpuSpec::*field) {
+    const double a = source_gpu.*field, b = target_gpu.*field;
+    return a > 0 && b > 0 ? b / a : kNaN;
+  };
+  for (const auto& spec : kAmdahlSpecs) out[k++] = amdahl(busy, speedup(spec.field));
+  const double compute = speedup(&GpuSpec::fp32_tflops), bandwidth = speedup(&GpuSpec::memory_bandwidth_gbs);
+  out[k++] = amdahl(busy, std::sqrt(compute * bandwidth));
+  // Memory-busy time scales with bandwidth, the remaining busy time with compute.
+  const double other = std::max(0.0, busy - mem_busy);
+  out[k++] = std::log(mem_busy / bandwidth + other / compute + (1.0 - mem_busy - other));
+  if (k != out.size()) std::abort();  // schema and values must stay in step
 }
 
 }  // namespace epochcast

@@ -44,8 +44,21 @@ LearnerConfig learner_config(const FitOptions& o) {
   c.xgb_eta = o.xgb_eta;
   c.trees = o.trees;
   c.tree_min_leaf = o.tree_min_leaf;
+  c.tree_max_features = o.tree_max_features;
   c.knn_k = o.knn_k;
   c.threads = o.threads;
+  // kNN measures distance on the features that say how the job scales, not on all of them:
+  // fewer, relevant dimensions make neighbours meaningful (and a prediction cheap).
+  const auto& names = pair_schema(o.include_memory_features).names;
+  const std::string gpu_util = "src." + feature_names()[*feature_index(Metric::kGpuUtil, Stat::kMean)];
+  const std::string mem_util = "src." + feature_names()[*feature_index(Metric::kMemUtil, Stat::kMean)];
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    if (n.starts_with("amdahl.") || n.starts_with("ratio.") || n == "src.log_epoch_s" ||
+        n == "src.power_mean_over_tdp" || n == "src.sm_clock_mean_over_max" || n == gpu_util ||
+        n == mem_util)
+      c.knn_columns.push_back(i);
+  }
   return c;
 }
 
@@ -60,6 +73,7 @@ nlohmann::json options_to_json(const FitOptions& o) {
           {"xgb_eta", o.xgb_eta},
           {"trees", o.trees},
           {"tree_min_leaf", o.tree_min_leaf},
+          {"tree_max_features", o.tree_max_features},
           {"knn_k", o.knn_k},
           {"threads", o.threads}};
 }
@@ -76,6 +90,7 @@ FitOptions options_from_json(const nlohmann::json& j) {
   o.xgb_eta = j.at("xgb_eta").get<double>();
   o.trees = j.at("trees").get<int>();
   o.tree_min_leaf = j.at("tree_min_leaf").get<int>();
+  o.tree_max_features = j.at("tree_max_features").get<double>();
   o.knn_k = j.at("knn_k").get<int>();
   o.threads = j.at("threads").get<int>();
   return o;
@@ -481,7 +496,8 @@ std::string file_bytes(const std::string& path) {
 
 std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
   static std::mutex mutex;
-  static std::shared_ptr<const StackedModel> cached;
+  // Leaked on purpose: destroying an XGBoost booster after XGBoost's statics crashes at exit.
+  static auto& cached = *new std::shared_ptr<const StackedModel>();
   std::lock_guard lock(mutex);
   if (cached) return cached;
   const std::string data_path = default_dataset_path(), catalog_path = default_gpu_catalog_path();

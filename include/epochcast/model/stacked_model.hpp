@@ -36,11 +36,12 @@ struct FitOptions {
   // the workload: off by default (docs/model.md has the measurement).
   bool include_memory_features = false;
   double interval_level = 0.9;   // nominal coverage of the prediction interval
-  int xgb_rounds = 300;
+  int xgb_rounds = 150;
   int xgb_max_depth = 4;
-  double xgb_eta = 0.05;
-  int trees = 150;               // extra trees
+  double xgb_eta = 0.1;
+  int trees = 100;               // extra trees
   int tree_min_leaf = 2;
+  double tree_max_features = 0.5;  // share of features tried at each split
   int knn_k = 7;
   int threads = 2;               // XGBoost threads during fit
 };

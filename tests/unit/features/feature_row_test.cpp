@@ -59,8 +59,10 @@ Trace ramp_trace() {
   Trace t;
   t.source = "ramp";
   for (int i = 0; i < 10; ++i) t.time_s.push_back(i * 1.0);
-  auto& util = t.channel(Metric::kGpuUtil);
-  auto& power = t.channel(Metric::kPower);
+  t.channel(Metric::kGpuUtil);
+  t.channel(Metric::kPower);  // add both before taking references: channels may reallocate
+  auto& util = *t.find(Metric::kGpuUtil);
+  auto& power = *t.find(Metric::kPower);
   for (int i = 0; i < 10; ++i) {
     util.values[static_cast<std::size_t>(i)] = i * 10.0;
     power.values[static_cast<std::size_t>(i)] = 100.0 + i;
