@@ -118,6 +118,10 @@ std::vector<Slice> slices() {
   add("2,000 samples/epoch", [](SyntheticSpec& s) { s.period_s = 200; s.epochs = 5; s.event_duty = 0.03; });
   add("3 epochs", [](SyntheticSpec& s) { s.epochs = 3; });
   add("no signature", [](SyntheticSpec& s) { s.event_depth = 0; });
+  // Few samples and few epochs (like a 500 ms log of a short run): the ACF has too few lags,
+  // the boundary-event proposer has to carry it; and the same without a signature.
+  add("10 samples/epoch, 4 epochs (0.5 s)", [](SyntheticSpec& s) { s.interval_s = 0.5; s.period_s = 5.25; s.epochs = 4; });
+  add("no signature, 4 epochs at 0.5 s", [](SyntheticSpec& s) { s.interval_s = 0.5; s.period_s = 5.25; s.epochs = 4; s.event_depth = 0; });
   return out;
 }
 
