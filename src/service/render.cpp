@@ -73,6 +73,7 @@ std::string validation_line(const ModelValidation& v) {
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds)) return "-";
+  if (seconds == 0) return "0 s";
   if (seconds < 0.1) return fmt::format("{:.1f} ms", seconds * 1000);
   if (seconds < 10) return fmt::format("{:.2f} s", seconds);
   if (seconds < 60) return fmt::format("{:.1f} s", seconds);
@@ -324,7 +325,7 @@ constexpr double kLeftMargin = 150;
 
 // Min/max per horizontal pixel so a 24-hour trace draws the same shape in a small page.
 std::string channel_path(const std::vector<double>& time_s, const std::vector<double>& values, double t0,
-                         double t1, double lo, double hi, double y0) {
+                         double t1, double lo, double hi, double y0, double interval_s) {
   const int buckets = static_cast<int>(kChartWidth);
   std::vector<double> bucket_min(buckets, std::numeric_limits<double>::infinity());
   std::vector<double> bucket_max(buckets, -std::numeric_limits<double>::infinity());
@@ -339,13 +340,18 @@ std::string channel_path(const std::vector<double>& time_s, const std::vector<do
   }
   const double range = hi > lo ? hi - lo : 1.0;
   auto y_of = [&](double v) { return y0 + kLaneHeight - (v - lo) / range * kLaneHeight; };
+  // Sparse traces leave empty columns between samples; only a run longer than three sampling
+  // intervals is a gap (missing samples) and lifts the pen.
+  const double gap_columns = std::max(1.0, 3 * interval_s / span * (buckets - 1));
   std::string d;
   bool pen_down = false;
+  int empty_run = 0;
   for (int b = 0; b < buckets; ++b) {
     if (!std::isfinite(bucket_min[b])) {
-      pen_down = false;  // a gap: missing samples are not drawn as a line
+      if (++empty_run > gap_columns) pen_down = false;
       continue;
     }
+    empty_run = 0;
     const double x = kLeftMargin + b;
     d += fmt::format("{}{:.1f},{:.1f}", pen_down ? "L" : "M", x, y_of(bucket_max[b]));
     if (bucket_min[b] != bucket_max[b]) d += fmt::format("L{:.1f},{:.1f}", x, y_of(bucket_min[b]));
@@ -398,6 +404,7 @@ std::string trace_svg(const PredictReport& r, const Trace& trace) {
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     const MetricInfo& mi = info(c.metric);
     if (mi.unit == "%") lo = 0, hi = std::max(hi, 100.0);
+    const double drawn_lo = hi > lo ? lo : lo - 1, drawn_hi = hi > lo ? hi : hi + 1;  // a constant mid-lane
     const double y0 = lane * (kLaneHeight + kLaneGap) + 4;
     svg += fmt::format(R"(<g class="channel" data-channel="{}">)", mi.tag);
     svg += fmt::format(R"(<text x="4" y="{:.0f}" font-size="12" fill="#333">{}</text>)", y0 + 14, html_escape(mi.tag));
@@ -406,7 +413,8 @@ std::string trace_svg(const PredictReport& r, const Trace& trace) {
     svg += fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="{:.0f}" height="{:.0f}" fill="none" stroke="#ccc"/>)",
                        kLeftMargin, y0, kChartWidth, kLaneHeight);
     svg += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="1.2"/>)",
-                       channel_path(trace.time_s, c.values, t0, t1, lo, hi, y0), kColors[lane % 6]);
+                       channel_path(trace.time_s, c.values, t0, t1, drawn_lo, drawn_hi, y0, trace.median_interval_s()),
+                       kColors[lane % 6]);
     svg += "</g>";
   }
   // Time axis: five ticks.

@@ -63,6 +63,7 @@ print(json.dumps({'width': w, 'height': h, 'distinct': len(counts),
                   'non_background_fraction': 1 - background / total,
                   'bar_pixels': near((0x3b, 0x6f, 0xb6)) + near((0x9d, 0xb6, 0xda)),
                   'measured_pixels': near((0x2a, 0x7d, 0x2a)),
+                  'line_pixels': near((0x1f, 0x77, 0xb4)),
                   'epoch_span_pixels': near((0xe8, 0xf0, 0xfb)) + near((0xf4, 0xf8, 0xfd))}))
 )PY";
 
@@ -196,6 +197,7 @@ TEST(HtmlReport, HandBuiltReportRendersInChromium) {
   EXPECT_GT(stats["bar_pixels"].get<int>(), 500) << stats.dump();
   EXPECT_GT(stats["measured_pixels"].get<int>(), 100) << stats.dump();
   EXPECT_GT(stats["epoch_span_pixels"].get<int>(), 1000) << stats.dump();
+  EXPECT_GT(stats["line_pixels"].get<int>(), 100) << stats.dump();  // the utilization curve is drawn
   fs::remove_all(dir);
 }
 
@@ -209,6 +211,7 @@ TEST(HtmlReport, BlankPageFailsThePixelCheck) {
   ASSERT_FALSE(stats.is_null());
   EXPECT_LT(stats["non_background_fraction"].get<double>(), 0.001);
   EXPECT_EQ(stats["bar_pixels"].get<int>(), 0);
+  EXPECT_EQ(stats["line_pixels"].get<int>(), 0);
   fs::remove_all(dir);
 }
 
@@ -232,6 +235,7 @@ TEST(HtmlReport, PredictCommandWritesAReportThatRenders) {
   ASSERT_FALSE(stats.is_null());
   EXPECT_GT(stats["bar_pixels"].get<int>(), 500) << stats.dump();
   EXPECT_GT(stats["epoch_span_pixels"].get<int>(), 1000) << stats.dump();
+  EXPECT_GT(stats["line_pixels"].get<int>(), 100) << stats.dump();
   fs::remove_all(dir);
 }
 

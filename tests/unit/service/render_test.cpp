@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -198,6 +199,28 @@ TEST(Html, HasEveryPartEscapedAndNoNetwork) {
   EXPECT_THAT(h, Not(HasSubstr("<script src")));
 }
 
+std::string channel_path_of(const std::string& html, const std::string& tag) {
+  const auto g = html.find("data-channel=\"" + tag + "\"");
+  if (g == std::string::npos) return {};
+  const auto d = html.find("<path d=\"", g);
+  const auto end = html.find('"', d + 9);
+  return html.substr(d + 9, end - d - 9);
+}
+
+TEST(Html, SparseTraceDrawsOneLineAndLongGapsLiftThePen) {
+  Trace t = sample_trace(300, 0.1);  // fewer samples than columns
+  const std::string dense = channel_path_of(render_html(sample_report(), t), "gpu_util_pct");
+  ASSERT_FALSE(dense.empty());
+  EXPECT_EQ(std::count(dense.begin(), dense.end(), 'M'), 1) << dense.substr(0, 200);
+  // A single missing power sample is not a gap...
+  const std::string power = channel_path_of(render_html(sample_report(), t), "power_w");
+  EXPECT_EQ(std::count(power.begin(), power.end(), 'M'), 1);
+  // ...five seconds of missing utilization are.
+  for (std::size_t i = 100; i < 150; ++i) t.find(Metric::kGpuUtil)->values[i] = std::numeric_limits<double>::quiet_NaN();
+  const std::string gapped = channel_path_of(render_html(sample_report(), t), "gpu_util_pct");
+  EXPECT_EQ(std::count(gapped.begin(), gapped.end(), 'M'), 2);
+}
+
 TEST(Html, LongTraceIsDecimatedToAFewHundredKilobytes) {
   const PredictReport r = sample_report();
   const std::string h = render_html(r, sample_trace(864'000, 0.1));  // 24 h at 10 Hz
@@ -206,6 +229,7 @@ TEST(Html, LongTraceIsDecimatedToAFewHundredKilobytes) {
 }
 
 TEST(Format, DurationsReadForPeople) {
+  EXPECT_EQ(format_duration(0), "0 s");
   EXPECT_EQ(format_duration(0.05), "50.0 ms");
   EXPECT_EQ(format_duration(4.234), "4.23 s");
   EXPECT_EQ(format_duration(42.0), "42.0 s");
