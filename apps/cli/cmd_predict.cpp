@@ -80,11 +80,10 @@ void run_predict(const PredictCliOptions& o) {
   ServiceConfig config;
   config.model_path = o.model;
   config.prices_path = o.prices;
-  if (o.model.empty()) {
-    // The default model is fitted on first use (a few seconds) and cached.
-    config.progress = terminal_progress();
+  // Fitting the default model on first use (about a minute) and long batches show progress.
+  config.progress = terminal_progress();
+  if (o.model.empty())
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
-  }
   const Service service(config);
 
   PredictRequest request;
