@@ -692,6 +692,7 @@ constexpr std::array<Metric, 8> kDipChannels{Metric::kGpuUtil,     Metric::kMemU
                                              Metric::kSmActive,    Metric::kGrEngineActive, Metric::kSmOccupancy,
                                              Metric::kTensorActive, Metric::kDramActive};
 constexpr double kEventDepth = 4.0;      // noise widths below the busy level
+constexpr double kMinSpanSamples = 1.0 / 0.03;  // matched boundaries must span this many samples
 constexpr double kMinEventDrop = 0.03;   // and at least 3 % of the channel's idle-to-busy range
 constexpr std::size_t kMaxEvents = 48;   // more distinct deep dips than this: not sparse boundary events
 
@@ -836,7 +837,7 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
         // One missing boundary at most (a quarter of the teeth beyond 8); spurious dips fewer
         // than the real boundaries found and, together, shallower than half of them.
         if (real_hits < 3 || missed > std::max<std::size_t>(1, teeth / 4) || 2 * spurious > hits ||
-            spur_depth > 0.5 * hit_depth)
+            spur_depth > 0.5 * hit_depth || (static_cast<double>(hits) - 1) * p < kMinSpanSamples)
           continue;
         if (s <= best_score) continue;
         // Least squares: pos = t0 + k * P (+ lag for the dips). A dip is seen where the sampled
@@ -1125,7 +1126,18 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   // 0.2 epoch of slack: the busy region's edges are found to a sample or two, and a run of
   // exactly N epochs must count as N.
   const double min_cycles = static_cast<double>(options.min_epochs) - 0.2;
-  if (cycles < min_cycles || confidence < options.min_confidence) {
+  // Resolution: the matched boundaries must span at least kMinSpanSamples, so that an error of
+  // one sample in their positions stays within 3 % of the period (a few epochs of ~10 samples
+  // each cannot pin the period down, however cleanly three boundaries line up).
+  const double matched_span = (static_cast<double>(fit.matched) - 1.0) * period_samples;
+  const bool resolved_span = matched_span >= kMinSpanSamples;
+  // The confidence says so too: (span / required span)^2 below it.
+  if (!resolved_span) confidence *= std::pow(clamp01(matched_span / kMinSpanSamples), 2);
+  seg.confidence = confidence;
+  if (!resolved_span && cycles >= min_cycles && confidence >= options.min_confidence)
+    notes.push_back(fmt::format("{} matched boundaries span {:.0f} samples: too few to resolve the period to 3 %",
+                                fit.matched, matched_span));
+  if (cycles < min_cycles || confidence < options.min_confidence || !resolved_span) {
     // The ACF could not confirm a period: try the boundary events (short deep dips).
     const bool idle_before = region.begin > 0, idle_after = region.end < n;
     const EventFit ev = detect_by_events(channels, region, idle_before, idle_after, min_lag, max_lag,
@@ -1174,9 +1186,11 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
         cycles, period_s, options.min_epochs));
     return seg;
   }
-  if (confidence < options.min_confidence) {
+  if (confidence < options.min_confidence || !resolved_span) {
     seg.reason = with_notes(fmt::format("no reliable period: confidence {:.2f} below {:.2f} ({})",
                                         confidence, options.min_confidence, how));
+    if (!resolved_span && confidence >= options.min_confidence)
+      seg.reason = with_notes(fmt::format("no reliable period: too few samples per matched boundary ({})", how));
     return seg;
   }
   seg.found = true;
