@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <numeric>
 
@@ -754,12 +753,6 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
   }
   if (used.empty()) return best;
   const std::vector<double>& score = depth;
-  const double scale = 1.0;
-  if (std::getenv("EPOCHCAST_DEBUG_EVENTS")) {
-    fmt::print(stderr, "depth len={} scale={:.3f} used={}:", len, scale, used.size());
-    for (double d : depth) fmt::print(stderr, " {:.1f}", d);
-    fmt::print(stderr, "\n");
-  }
   // Local maxima of the depth above the threshold; within min_lag/2 of each other the deepest.
   std::vector<Event> events;
   for (std::size_t i = 0; i < len; ++i) {
@@ -783,11 +776,6 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
   if (idle_after) all.push_back({hi_edge, edge_depth, true});
   std::sort(all.begin(), all.end(), [](const Event& a, const Event& b) { return a.pos < b.pos; });
   std::size_t real_events = events.size();
-  if (std::getenv("EPOCHCAST_DEBUG_EVENTS")) {
-    fmt::print(stderr, "event list:");
-    for (const auto& e : all) fmt::print(stderr, " {:.1f}({:.1f}{})", e.pos, e.depth, e.edge ? "E" : "");
-    fmt::print(stderr, "\n");
-  }
   if (real_events < 3 || all.size() < 4) return best;
 
   const double max_p = std::min(max_lag > 0 ? max_lag : 1e300, static_cast<double>(len) / (min_epochs - 0.2));
@@ -1142,10 +1130,6 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     const bool idle_before = region.begin > 0, idle_after = region.end < n;
     const EventFit ev = detect_by_events(channels, region, idle_before, idle_after, min_lag, max_lag,
                                          std::max(2.0, static_cast<double>(options.min_epochs)));
-    if (std::getenv("EPOCHCAST_DEBUG_EVENTS"))
-      fmt::print(stderr, "events: ok={} P={:.2f} hits={}/{} real={} spurious={} events={} jitter={:.3f} acf={:.2f} conf={:.2f}\n",
-                 ev.ok, ev.period_samples, ev.hits, ev.teeth, ev.real_hits, ev.spurious, ev.events, ev.jitter, ev.acf,
-                 ev.confidence);
     const double ev_cycles = ev.ok ? static_cast<double>(region.size()) / ev.period_samples : 0.0;
     if (ev.ok && ev.confidence >= options.min_confidence && ev_cycles >= min_cycles &&
         ev.confidence > confidence * (cycles >= min_cycles ? 1.0 : 0.0)) {
