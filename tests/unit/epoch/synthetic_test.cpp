@@ -39,5 +39,36 @@ TEST(Synthetic, BaseCaseFindsPeriodAndBoundaries) {
   }
 }
 
+// 500 ms sampling, 5.25 s epochs, 4 epochs (~10 samples per epoch, like effnetb0): whatever is
+// found is right (either proposer), some runs are found by their boundary events, and the same
+// traces without a signature are never found.
+TEST(Synthetic, FewSamplesFewEpochsFoundOnlyWhenRight) {
+  SyntheticSpec spec;
+  spec.interval_s = 0.5;
+  spec.period_s = 5.25;
+  spec.epochs = 4;
+  int found = 0, by_events = 0;
+  for (std::uint64_t seed = 0; seed < 30; ++seed) {
+    const auto s = make_synthetic_trace(spec, seed);
+    const auto seg = detect_epochs(s.trace);
+    if (!seg.found) {
+      EXPECT_FALSE(seg.reason.empty());
+      continue;
+    }
+    ++found;
+    by_events += seg.reason.find("boundary events") != std::string::npos;
+    EXPECT_LE(std::abs(seg.period_s - s.truth.period_s) / s.truth.period_s, 0.03) << seed << ": " << seg.reason;
+    EXPECT_LE(testing::median_boundary_error_s(s.truth.epochs, seg.epochs), 0.5) << seed;
+  }
+  std::printf("500 ms, 4 epochs: %d/30 found, %d by boundary events\n", found, by_events);
+  EXPECT_GE(by_events, 1);
+  SyntheticSpec none = spec;
+  none.event_depth = 0;
+  for (std::uint64_t seed = 0; seed < 30; ++seed) {
+    const auto seg = detect_epochs(make_synthetic_trace(none, seed).trace);
+    EXPECT_FALSE(seg.found) << seed << ": " << seg.period_s << " s, " << seg.reason;
+  }
+}
+
 }  // namespace
 }  // namespace epochcast
