@@ -14,6 +14,10 @@ out-of-fold predictions, folds grouped by CNN model, as epochcast does.
 """
 import argparse, json, os, subprocess, sys, time
 
+# One OpenMP thread: on a shared 2-core machine spinning OpenMP workers slow scikit-learn down
+# badly (epochcast runs XGBoost with one thread for the same reason); set before sklearn loads.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import numpy as np
 import pandas as pd
 from sklearn.ensemble import ExtraTreesRegressor, HistGradientBoostingRegressor, StackingRegressor

@@ -184,7 +184,7 @@ void StackedModel::predict_pair_features(std::span<const double> x, std::span<do
                                          double& stack_log) const {
   stack_log = 0;
   for (std::size_t i = 0; i < learners_.size(); ++i) {
-    per_learner_log[i] = learners_[i]->predict(x);
+    per_learner_log[i] = std::clamp(learners_[i]->predict(x), log_ratio_lo_, log_ratio_hi_);
     stack_log += meta_weights_[i] * per_learner_log[i];
   }
 }
@@ -299,6 +299,9 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     if (progress) progress(what, step, total_steps);
   };
 
+  const auto [y_min, y_max] = std::minmax_element(y.begin(), y.end());
+  const double span = *y_max - *y_min;
+  const double clamp_lo = *y_min - 0.1 * span, clamp_hi = *y_max + 0.1 * span;
   Eigen::MatrixXd oof(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(n_learners));
   for (std::size_t f = 0; f < folds; ++f) {
     std::vector<std::size_t> train, test;
@@ -316,12 +319,14 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
       learners[l]->fit(xt, yt, options.seed + f * 7919 + l);
       learners[l]->predict_many(xv, out);
       for (std::size_t i = 0; i < test.size(); ++i)
-        oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = out[i];
+        oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = std::clamp(out[i], clamp_lo, clamp_hi);
       tick("out-of-fold " + learners[l]->name());
     }
   }
   StackedModel model;
   model.options_ = options;
+  model.log_ratio_lo_ = clamp_lo;
+  model.log_ratio_hi_ = clamp_hi;
   const Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n));
   model.meta_weights_ = nnls_small(oof, yv);
   // Split-conformal: the level-quantile of the stack's out-of-fold absolute residuals.
@@ -381,6 +386,7 @@ std::string model_to_json(const StackedModel& m) {
       {"learners", learners},
       {"meta_weights", m.meta_weights_},
       {"interval", {{"level", m.options_.interval_level}, {"half_width_log", m.interval_q_log_}}},
+      {"log_ratio_clamp", {m.log_ratio_lo_, m.log_ratio_hi_}},
       {"training",
        {{"dataset", m.dataset_source_},
         {"pairs", m.training_pairs_},
@@ -453,6 +459,11 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       if (!std::isfinite(w) || w < 0)
         throw Error(ErrorCode::kParse, "meta weight is not a non-negative number", {name, 0, 0, "meta_weights"});
     m.interval_q_log_ = j.at("interval").at("half_width_log").get<double>();
+    const auto clamp = j.at("log_ratio_clamp").get<std::vector<double>>();
+    if (clamp.size() != 2 || !std::isfinite(clamp[0]) || !std::isfinite(clamp[1]) || clamp[0] > clamp[1])
+      throw Error(ErrorCode::kParse, "bad log_ratio_clamp", {name, 0, 0, "log_ratio_clamp"});
+    m.log_ratio_lo_ = clamp[0];
+    m.log_ratio_hi_ = clamp[1];
     if (!std::isfinite(m.interval_q_log_) || m.interval_q_log_ < 0)
       throw Error(ErrorCode::kParse, "bad interval half width", {name, 0, 0, "interval"});
     const auto& t = j.at("training");

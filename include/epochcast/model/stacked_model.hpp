@@ -102,6 +102,9 @@ class StackedModel {
   std::vector<std::unique_ptr<Learner>> learners_;
   std::vector<double> meta_weights_;  // one per learner, >= 0
   double interval_q_log_ = 0;         // half-width of the interval in log space
+  // Every learner's log ratio is clamped to the training range widened by a tenth of its span:
+  // ridge extrapolates wildly on a GPU it never saw (leave-one-GPU-out), trees cannot.
+  double log_ratio_lo_ = -10, log_ratio_hi_ = 10;
   std::vector<std::string> source_gpus_, target_gpus_;
   std::vector<double> feature_min_, feature_max_;  // per FeatureRow feature over source runs
   std::size_t training_pairs_ = 0;
