@@ -55,6 +55,7 @@ struct Trace {
   [[nodiscard]] const Channel* find(Metric m) const;
   [[nodiscard]] Channel* find(Metric m);
   // Adds (or returns the existing) channel, sized to time_s and filled with NaN.
+  // Adding a channel may move the others: don't hold a Channel& across calls.
   Channel& channel(Metric m);
   [[nodiscard]] double duration_s() const { return time_s.empty() ? 0.0 : time_s.back(); }
   [[nodiscard]] double median_interval_s() const;
