@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <httplib.h>
@@ -106,6 +107,8 @@ MetricsServer::MetricsServer(const std::string& listen_address, std::vector<GpuI
     throw Error(ErrorCode::kIo, fmt::format("--listen {}: cannot bind {}:{} (address in use or not ours)",
                                             listen_address, host_, port));
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // httplib's stop() is a no-op until the loop runs: wait for it, so the destructor cannot hang.
+  for (int i = 0; i < 1000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 MetricsServer::~MetricsServer() {

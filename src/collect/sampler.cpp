@@ -132,8 +132,17 @@ void Sampler::run(const SamplerHooks& hooks) {
   std::uint64_t sequence = 0;
   while (true) {
     if (options_.duration_s && static_cast<double>(sequence) * interval_s >= *options_.duration_s - 1e-9) break;
-    std::this_thread::sleep_until(start + interval * static_cast<Clock::rep>(sequence));
+    const auto deadline = start + interval * static_cast<Clock::rep>(sequence);
+    std::this_thread::sleep_until(deadline);
     if (stop_requested_ || (hooks.should_stop && hooks.should_stop())) break;
+    // Woken (or finished the previous tick) more than half an interval late: those deadlines
+    // are missed and counted, never sampled late in a burst (rows stay >= interval/2 apart).
+    if (const auto late = Clock::now() - deadline; late > interval / 2) {
+      const auto behind = static_cast<std::uint64_t>((late + interval / 2) / interval);
+      stats_.missed_ticks += behind;
+      sequence += behind;
+      continue;
+    }
 
     const double unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -186,15 +195,7 @@ void Sampler::run(const SamplerHooks& hooks) {
     ++stats_.ticks;
     if (hooks.on_tick) hooks.on_tick(Tick{sequence, unix_s, elapsed_s, samples});
 
-    // The next deadline; deadlines already past are skipped (counted), never sampled twice.
     ++sequence;
-    const auto now = Clock::now();
-    const auto next = start + interval * static_cast<Clock::rep>(sequence);
-    if (now > next + interval) {
-      const auto behind = static_cast<std::uint64_t>((now - next) / interval);
-      stats_.missed_ticks += behind;
-      sequence += behind;
-    }
   }
   pcie_stop_ = true;
   if (pcie_thread.joinable()) pcie_thread.join();

@@ -74,12 +74,14 @@ inline int free_port() {
 
 using EnvVars = std::map<std::string, std::string>;
 
+#ifdef EPOCHCAST_FAKE_NVML
 // The environment that makes the CLI load the fake NVML replaying `trace`.
 inline EnvVars fake_nvml_env(const std::string& trace, const std::string& speed = "1") {
   return {{"EPOCHCAST_NVML_LIBRARY", EPOCHCAST_FAKE_NVML},
           {"EPOCHCAST_FAKE_NVML_TRACE", trace},
           {"EPOCHCAST_FAKE_NVML_SPEED", speed}};
 }
+#endif
 
 // A child process with stdout/stderr going to files.
 class Process {
@@ -120,6 +122,8 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   void signal(int sig) const { ::kill(pid_, sig); }
+  // For callers that reaped the child themselves (wait4 for its rusage).
+  void reaped(int status) { status_ = status; }
   [[nodiscard]] pid_t pid() const { return pid_; }
   // Exit status (128 + signal when killed); -1 and SIGKILL when it outlives the timeout.
   int wait(double timeout_s = 60) {
@@ -158,6 +162,7 @@ struct RunResult {
   std::string out, err;
 };
 
+#ifdef EPOCHCAST_CLI
 inline RunResult run_cli(std::vector<std::string> args, const EnvVars& env, const fs::path& dir,
                          double timeout_s = 120) {
   args.insert(args.begin(), EPOCHCAST_CLI);
@@ -165,5 +170,6 @@ inline RunResult run_cli(std::vector<std::string> args, const EnvVars& env, cons
   const int status = p.wait(timeout_s);
   return {status, p.out(), p.err()};
 }
+#endif
 
 }  // namespace epochcast::testing
