@@ -236,3 +236,27 @@ TEST_F(Fixture, LeaveOneGpuOutKeepsTheGpuOutOfTraining) {
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+TEST(DefaultModel, FitsOnceAndCachesUnderXdgCacheHome) {
+  const auto dir = std::filesystem::temp_directory_path() / ("epochcast_cache_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const auto a = default_model();
+  const auto b = default_model();
+  EXPECT_EQ(a.get(), b.get());  // fitted once per process
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "epochcast")) {
+    ++files;
+    const StackedModel cached = load_model(e.path().string());  // the cache is a valid model file
+    EXPECT_EQ(cached.training_pairs(), a->training_pairs());
+  }
+  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(a->training_pairs(), 1516u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace epochcast
