@@ -3,6 +3,8 @@
 #include <array>
 #include <ctime>
 
+#include <fmt/format.h>
+
 namespace epochcast::detail {
 namespace {
 
@@ -55,6 +57,17 @@ std::size_t parse_clock(std::string_view s, std::size_t pos, int& h, int& m, int
 }
 
 }  // namespace
+
+std::string printable(std::string_view s, std::size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  if (s.size() > max) out += "…";
+  return out;
+}
 
 std::int64_t LocalTimeResolver::to_unix(int year, int month, int day, int hour, int minute, int second) {
   const std::int64_t utc_days = days_from_civil(year, static_cast<unsigned>(month),

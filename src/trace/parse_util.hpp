@@ -3,10 +3,17 @@
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace epochcast::detail {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A value quoted in a message: control bytes escaped, cut after `max` bytes.
+std::string printable(std::string_view s, std::size_t max = 40);
 
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 

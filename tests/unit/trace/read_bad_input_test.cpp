@@ -183,6 +183,30 @@ TEST(BadInput, LineWithoutNewlinePastTheCapFailsFast) {
   }
 }
 
+TEST(BadInput, ControlBytesAreFoundAtTheirColumnAndTabsAreText) {
+  const std::string head = "timestamp, power.draw [W]\n2026/11/30 10:00:00.000, 1 W\n";
+  for (const char bad : {'\x00', '\x1b', '\x7f'}) {
+    std::string row = "2026/11/30 10:00:00.100, 2 W\n";
+    row[16] = bad;
+    try {
+      (void)read_trace_from_string(head + row, "ctl.csv");
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().line, 3u);
+      EXPECT_EQ(e.where().column, 17u);
+      EXPECT_NE(e.detail().find("binary data"), std::string::npos);
+    }
+  }
+  // A ~900 KiB line of tabs is text, not binary: a located column-count error, quickly.
+  try {
+    (void)read_trace_from_string(head + std::string(900 << 10, '\t') + "x\n", "tabs.csv");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 3u);
+    EXPECT_NE(e.detail().find("wrong column count"), std::string::npos);
+  }
+}
+
 // Peak resident memory since the last reset, in MiB (Linux).
 double peak_rss_mib() {
   std::ifstream status("/proc/self/status");

@@ -1,0 +1,205 @@
+// nvidia-smi CSV (--format=csv[,nounits][,noheader]): header, rows, values with units.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "trace_parser.hpp"
+
+namespace epochcast {
+
+using detail::equals_ci;
+using detail::kNaN;
+using detail::printable;
+using detail::starts_with_ci;
+using detail::trim;
+
+namespace {
+
+// nvidia-smi's identity fields (and their gpu_ aliases).
+bool is_smi_timestamp(std::string_view n) { return n == "timestamp"; }
+bool is_smi_index(std::string_view n) { return n == "index" || n == "gpu_index"; }
+bool is_smi_name(std::string_view n) { return n == "name" || n == "gpu_name"; }
+bool is_smi_uuid(std::string_view n) { return n == "uuid" || n == "gpu_uuid"; }
+
+}  // namespace
+
+bool TraceParser::looks_like_smi_header(std::string_view t) const {
+  // A header's first field is a field name, never a timestamp or number.
+  const std::size_t comma = t.find(',');
+  std::string_view first = trim(t.substr(0, comma));
+  const std::size_t bracket = first.find(" [");
+  if (bracket != std::string_view::npos) first = trim(first.substr(0, bracket));
+  if (first.empty()) return false;
+  return is_smi_timestamp(first) || is_smi_index(first) || is_smi_name(first) ||
+         is_smi_uuid(first) || metric_by_smi_name(first).has_value() ||
+         (first.find('.') != std::string_view::npos && !(first[0] >= '0' && first[0] <= '9'));
+}
+
+void TraceParser::smi_header(std::string_view text, bool from_fields) {
+  if (!from_fields) header_text_ = std::string(trim(text));
+  columns_.clear();
+  metrics_.clear();
+  busy_slot_ = -1;
+  gpus_.clear();
+  bool has_timestamp = false;
+  std::vector<std::string> ignored;
+  split_csv(text, false);
+  const std::vector<std::string_view> fields = fields_;
+  for (std::string_view raw : fields) {
+    std::string_view f = trim(raw);
+    Column col;
+    std::string_view unit;
+    const std::size_t open = f.find(" [");
+    std::string_view name = f;
+    if (open != std::string_view::npos && f.back() == ']') {
+      name = trim(f.substr(0, open));
+      unit = f.substr(open + 2, f.size() - open - 3);
+    }
+    col.name = std::string(f);
+    if (name.empty()) {
+      if (from_fields) throw Error(ErrorCode::kInvalidArgument, "empty name in the --fields list");
+      fail_at(text, raw, "(header)", "empty column name in the nvidia-smi header");
+    }
+    if (is_smi_timestamp(name)) {
+      col.kind = ColumnKind::kTimestamp;
+      has_timestamp = true;
+    } else if (is_smi_index(name)) {
+      col.kind = ColumnKind::kIndex;
+    } else if (is_smi_name(name)) {
+      col.kind = ColumnKind::kName;
+    } else if (is_smi_uuid(name)) {
+      col.kind = ColumnKind::kUuid;
+    } else if (auto m = metric_by_smi_name(name)) {
+      col.kind = ColumnKind::kMetric;
+      col.canonical_unit = std::string(info(*m).unit);
+      col.header_unit = std::string(unit);
+      const auto factor = detail::unit_factor(unit, info(*m).unit);
+      if (!factor) {
+        const std::string msg = fmt::format("unknown unit '{}' for {} (expected {})", unit, name,
+                                            info(*m).unit.empty() ? "no unit" : info(*m).unit);
+        if (from_fields) throw Error(ErrorCode::kInvalidArgument, "--fields: " + msg);
+        fail_at(text, raw, col.name, msg);
+      }
+      col.header_factor = *factor;
+      col.slot = add_metric_slot(*m, col.name);
+      if (col.slot < 0) col.kind = ColumnKind::kIgnored;
+    } else {
+      if (from_fields && name.find(' ') != std::string_view::npos)
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("--fields: '{}' is not an nvidia-smi field name", name));
+      ignored.emplace_back(name);
+    }
+    columns_.push_back(std::move(col));
+  }
+  if (!ignored.empty())
+    warn_once(fmt::format("ignored nvidia-smi columns epochcast has no metric for: {}",
+                          fmt::join(ignored, ", ")));
+  if (metrics_.empty()) {
+    if (from_fields) throw Error(ErrorCode::kInvalidArgument, "--fields names no metric epochcast reads");
+    fail(1, "(header)", "the nvidia-smi header names no metric epochcast reads");
+  }
+  have_timestamps_ = has_timestamp;
+  if (!has_timestamp)
+    warn_once(fmt::format("no timestamp column: samples assumed {} s apart",
+                          options_.interval_s.value_or(1.0)));
+  row_.assign(metrics_.size(), kNaN);
+  header_done_ = true;
+}
+
+double TraceParser::smi_value(Column& col, std::string_view text, std::string_view field) {
+  const std::string_view t = trim(text);
+  if (t.empty()) fail_at(field, text, col.name, "empty value");
+  if (t[0] == '[') {  // [N/A], [Not Supported], [Unknown Error], [GPU is lost], …
+    ++missing_values_;
+    return kNaN;
+  }
+  const Metric m = metrics_[static_cast<std::size_t>(col.slot)];
+  if (m == Metric::kPstate && (t[0] == 'P' || t[0] == 'p')) {
+    int p = 0;
+    if (!detail::parse_int(t.substr(1), p) || p < 0 || p > 32)
+      fail_at(field, text, col.name, fmt::format("not a performance state: '{}'", printable(t)));
+    return p;
+  }
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(t.data() + 2, t.data() + t.size(), v, 16);
+    if (ec != std::errc{} || p != t.data() + t.size())
+      fail_at(field, text, col.name, fmt::format("not a hexadecimal number: '{}'", printable(t)));
+    return static_cast<double>(v);
+  }
+  double v = 0;
+  std::string_view rest;
+  if (!detail::parse_leading_double(t, v, rest))
+    fail_at(field, text, col.name, fmt::format("not a number: '{}'", printable(t)));
+  if (!std::isfinite(v)) {
+    if (std::isnan(v)) {
+      ++missing_values_;
+      return kNaN;
+    }
+    fail_at(field, text, col.name, fmt::format("not a finite number: '{}'", printable(t)));
+  }
+  rest = trim(rest);
+  if (rest.empty()) {
+    if (col.values_have_units == 1 && !col.header_unit.empty())
+      fail_at(field, text, col.name,
+              fmt::format("value '{}' lacks its unit '{}' (line cut short?)", printable(t), col.header_unit));
+    if (col.values_have_units < 0) col.values_have_units = 0;
+    return v * col.header_factor;
+  }
+  if (col.values_have_units < 0) col.values_have_units = 1;
+  if (rest != col.last_value_unit) {
+    const auto f = detail::unit_factor(rest, col.canonical_unit);
+    if (!f)
+      fail_at(field, rest, col.name,
+              fmt::format("unknown or wrong unit '{}' (expected {})", printable(rest),
+                          col.canonical_unit.empty() ? "no unit" : col.canonical_unit));
+    col.last_value_unit = std::string(rest);
+    col.last_value_factor = *f;
+  }
+  return v * col.last_value_factor;
+}
+
+void TraceParser::smi_row(std::string_view text) {
+  split_csv(text, false);
+  if (fields_.size() != columns_.size()) {
+    if (fields_.size() < columns_.size())
+      fail(text.size() + 1, columns_[fields_.size()].name,
+           fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
+    fail_at(text, fields_[columns_.size()], "(extra column)",
+            fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
+  }
+  int gpu_index = -1;
+  std::string_view name, uuid, stamp_text;
+  double stamp = 0;
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    Column& col = columns_[i];
+    const std::string_view f = fields_[i];
+    switch (col.kind) {
+      case ColumnKind::kTimestamp:
+        stamp_text = f;
+        stamp = parse_stamp(f, col.name, text);
+        break;
+      case ColumnKind::kIndex:
+        if (!detail::parse_int(trim(f), gpu_index) || gpu_index < 0)
+          fail_at(text, f, col.name, fmt::format("not a GPU index: '{}'", printable(trim(f))));
+        break;
+      case ColumnKind::kName: name = trim(f); break;
+      case ColumnKind::kUuid: uuid = trim(f); break;
+      case ColumnKind::kMetric:
+        row_[static_cast<std::size_t>(col.slot)] = smi_value(col, f, text);
+        break;
+      case ColumnKind::kIgnored: break;
+    }
+  }
+  if (!have_timestamps_) {
+    // Ticks of this GPU so far x interval (the GPU's store decides the tick count).
+    std::size_t ticks = 0;
+    for (const auto& g : gpus_)
+      if (g.id.index == gpu_index) ticks = g.ticks;
+    stamp = static_cast<double>(ticks) * options_.interval_s.value_or(1.0);
+  }
+  commit_row(gpu_index, name, uuid, stamp, stamp_text);
+}
+
+}  // namespace epochcast
