@@ -135,13 +135,13 @@ void Sampler::run(const SamplerHooks& hooks) {
     const auto deadline = start + interval * static_cast<Clock::rep>(sequence);
     std::this_thread::sleep_until(deadline);
     if (stop_requested_ || (hooks.should_stop && hooks.should_stop())) break;
-    // Woken (or finished the previous tick) more than half an interval late: those deadlines
-    // are missed and counted, never sampled late in a burst (rows stay >= interval/2 apart).
-    if (const auto late = Clock::now() - deadline; late > interval / 2) {
-      const auto behind = static_cast<std::uint64_t>((late + interval / 2) / interval);
+    // Woken (or done with the previous tick) a whole interval or more late: the deadlines
+    // already past are missed and counted; only the latest due one is sampled, never one twice.
+    if (const auto late = Clock::now() - deadline; late >= interval) {
+      const auto behind = static_cast<std::uint64_t>(late / interval);
       stats_.missed_ticks += behind;
       sequence += behind;
-      continue;
+      if (options_.duration_s && static_cast<double>(sequence) * interval_s >= *options_.duration_s - 1e-9) break;
     }
 
     const double unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
