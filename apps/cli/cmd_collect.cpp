@@ -105,8 +105,7 @@ class StatusLine {
     batch_.find(Metric::kGpuUtil)->values.push_back(util_);
     batch_.find(Metric::kPower)->values.push_back(power_);
     if (tick.elapsed_s - last_print_s_ >= 1.0) {
-      detector_.push(batch_);
-      batch_ = Trace{};
+      detector_.push(batch_);  // the whole trace so far (same start): the detector replaces its copy
       print(tick.elapsed_s);
       last_print_s_ = tick.elapsed_s;
     }
