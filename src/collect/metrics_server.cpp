@@ -106,13 +106,21 @@ MetricsServer::MetricsServer(const std::string& listen_address, std::vector<GpuI
   if (port_ <= 0)
     throw Error(ErrorCode::kIo, fmt::format("--listen {}: cannot bind {}:{} (address in use or not ours)",
                                             listen_address, host_, port));
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    loop_done_ = true;
+  });
   // httplib's stop() is a no-op until the loop runs: wait for it, so the destructor cannot hang.
   for (int i = 0; i < 1000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 MetricsServer::~MetricsServer() {
-  server_->stop();
+  // stop() does nothing until the loop runs; on a loaded machine the loop may start after the
+  // constructor's wait, so repeat it until the loop has really returned.
+  while (thread_.joinable() && !loop_done_) {
+    server_->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   if (thread_.joinable()) thread_.join();
 }
 

@@ -2,6 +2,7 @@
 // dcgm-exporter's metric names and labels, so an existing Prometheus can scrape the collector.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -45,6 +46,7 @@ class MetricsServer {
  private:
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> loop_done_{false};  // set when listen_after_bind returns
   std::string host_;
   int port_ = 0;
   std::string hostname_;
