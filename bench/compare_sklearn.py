@@ -6,7 +6,7 @@ of src/model/pair_features.cpp, recomputed here from data/gpus.csv), same target
 log(target/source epoch time), same protocol, in the same run. Prints MAPE and fit time for
 both and their ratio.
 
-  python3 bench/compare_sklearn.py --cli build/apps/cli/epochcast [--protocol lomo|kfold|logo]
+  python3 bench/compare_sklearn.py --cli build/epochcast [--protocol lomo|kfold|logo]
 
 scikit-learn has no XGBoost here (Debian ships none for Python), so its gradient boosting
 stands in: HistGradientBoostingRegressor. Meta learner: non-negative linear regression on

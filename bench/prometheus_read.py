@@ -6,7 +6,7 @@ the real /usr/bin/prometheus on 127.0.0.1, then times, side by side on the same 
   ours       `epochcast info --prometheus URL --uuid UUID --start S --end E --step 1`
              (chunked query_range + JSON parse + Trace, whole CLI process)
   reference  the same chunked query_range requests from Python (urllib + json), no Trace
-usage: bench/prometheus_read.py BUILD_DIR/apps/cli/epochcast [--repeat 3]"""
+usage: bench/prometheus_read.py BUILD_DIR/epochcast [--repeat 3]"""
 import json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.parse, urllib.request
 
 cli = sys.argv[1]

@@ -20,7 +20,7 @@ build=${BUILD_DIR:-build-gpu}
 echo "== build" >&2
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target epochcast test_gpu >/dev/null
-cli="$build/apps/cli/epochcast"
+cli="$build/epochcast"
 unset EPOCHCAST_NVML_LIBRARY
 
 echo "== gpu tests" >&2
