@@ -15,6 +15,7 @@
 #include "epochcast/core/error.hpp"
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/epoch/plot.hpp"
+#include "epochcast/service/render.hpp"  // to_json(Segmentation): the one detect object
 #include "trace_input.hpp"
 
 namespace epochcast::cli {
@@ -33,20 +34,6 @@ struct DetectArgs {
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted = true; }
-
-nlohmann::json to_json(const Segmentation& seg) {
-  nlohmann::json j;
-  j["found"] = seg.found;
-  j["period_s"] = seg.found ? nlohmann::json(seg.period_s) : nlohmann::json(nullptr);
-  j["confidence"] = seg.confidence;
-  j["epochs"] = nlohmann::json::array();
-  for (const auto& e : seg.epochs) j["epochs"].push_back({{"start_s", e.start_s}, {"end_s", e.end_s}});
-  j["first_timestamp"] = seg.first_timestamp;
-  j["interval_s"] = seg.interval_s;
-  j["channels"] = seg.channels;
-  j["reason"] = seg.reason;
-  return j;
-}
 
 void print_table(const Trace& trace, const Segmentation& seg) {
   std::cout << fmt::format("{:<12} {} ({}{}{})\n", "trace", trace.source, trace.format,
