@@ -1,5 +1,7 @@
 #include "epochcast/model/stacked_model.hpp"
 
+#include <unistd.h>  // getpid
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -400,7 +402,8 @@ std::string model_to_json(const StackedModel& m) {
 
 void save_model(const StackedModel& m, const std::string& path) {
   const std::string text = model_to_json(m);
-  const std::string tmp = path + ".tmp";
+  // A private temporary per process: two predicts filling the cache at once must not mix bytes.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(ErrorCode::kIo, "cannot write model file '" + path + "'");
@@ -410,7 +413,11 @@ void save_model(const StackedModel& m, const std::string& path) {
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error(ErrorCode::kIo, "cannot move model file into place at '" + path + "': " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw Error(ErrorCode::kIo, "cannot move model file into place at '" + path + "': " + ec.message());
+  }
 }
 
 StackedModel model_from_json(std::string_view text, const std::string& name) {
