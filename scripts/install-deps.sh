@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-pandas python3-scipy python3-sklearn
   # integration tests: a real Prometheus server and a real browser
-  prometheus chromium
+  prometheus chromium fonts-liberation
 )
 
 missing=()
