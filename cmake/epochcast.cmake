@@ -28,5 +28,5 @@ function(epochcast_test name label)
     EPOCHCAST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     EPOCHCAST_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
     EPOCHCAST_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} PROPERTIES LABELS ${label} DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} PROPERTIES LABELS ${label} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 endfunction()

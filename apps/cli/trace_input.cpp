@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -66,7 +67,8 @@ ReadOptions to_read_options(const TraceInputOptions& opts) {
   if (opts.gpu >= 0) r.gpu = opts.gpu;
   r.host_path = opts.host_path;
   r.lenient = opts.lenient;
-  if (opts.interval_s < 0) throw Error(ErrorCode::kInvalidArgument, "--interval must be positive");
+  if (opts.interval_s < 0 || !std::isfinite(opts.interval_s) || opts.interval_s > 86400)
+    throw Error(ErrorCode::kInvalidArgument, "--interval must be a positive number of seconds up to 86400");
   if (opts.interval_s > 0) r.interval_s = opts.interval_s;
   std::string_view rest = opts.fields;
   while (!rest.empty()) {

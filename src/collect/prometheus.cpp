@@ -191,7 +191,14 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
                             q.start_unix_s, q.end_unix_s, q.step_s));
   const ServerUrl server = split_url(q.url);
   const std::size_t chunk_points = std::clamp<std::size_t>(q.max_points_per_request, 2, kPrometheusMaxPoints - 1);
-  const auto total_points = static_cast<std::size_t>(std::floor((q.end_unix_s - q.start_unix_s) / q.step_s + 1e-9)) + 1;
+  // Every point is held in memory: refuse ranges no trace needs (a year at 1 s is 31.5 M).
+  constexpr double kMaxRangePoints = 50e6;
+  const double range_points = (q.end_unix_s - q.start_unix_s) / q.step_s;
+  if (!(range_points <= kMaxRangePoints))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Prometheus range: {:.3g} points per series at step {} s is more than {:.0f} M; use a larger --step",
+                            range_points, q.step_s, kMaxRangePoints / 1e6));
+  const auto total_points = static_cast<std::size_t>(std::floor(range_points + 1e-9)) + 1;
   const std::size_t chunks = (total_points + chunk_points - 1) / chunk_points;
 
   std::vector<std::pair<std::optional<Metric>, std::string>> queries;

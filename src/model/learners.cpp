@@ -119,8 +119,12 @@ class XgbLearner final : public Learner {
     const std::string buffer = j.at("buffer").get<std::string>();
     cols_ = j.at("columns").get<std::size_t>();
     auto booster = std::make_unique<XgbBooster>();
-    xgb_check(XGBoosterLoadModelFromBuffer(booster->get(), buffer.data(), buffer.size()),
-              "XGBoosterLoadModelFromBuffer");
+    // A damaged booster in a model file is bad input, not a bug: one line, parse error.
+    if (XGBoosterLoadModelFromBuffer(booster->get(), buffer.data(), buffer.size()) != 0) {
+      std::string why = XGBGetLastError();
+      why = why.substr(0, why.find('\n'));
+      throw Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: " + why);
+    }
     booster->set("nthread", "1");
     booster_ = std::move(booster);
   }

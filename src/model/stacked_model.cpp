@@ -485,6 +485,9 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       throw Error(ErrorCode::kSchemaMismatch,
                   "model file '" + name + "' was trained on other run statistics than this epochcast computes");
     return m;
+  } catch (const Error& e) {
+    if (!e.where().file.empty()) throw;
+    throw Error(e.code(), e.detail(), {name, 0, 0, ""});  // name the file a learner refused
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kParse, std::string("model file is missing or has a malformed field: ") + e.what(),
                 {name, 0, 0, ""});

@@ -143,9 +143,10 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const Segmentation& seg = report.source.detected;
 
   // The epoch time on the source and the window the features are computed over.
-  if (request.source_epoch_s < 0 || !std::isfinite(request.source_epoch_s))
+  // 0 means "not given"; anything else must be a plausible epoch (up to ~4 months).
+  if (request.source_epoch_s < 0 || !std::isfinite(request.source_epoch_s) || request.source_epoch_s > 1e7)
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--epoch-s must be a positive number of seconds, got {}", request.source_epoch_s));
+                fmt::format("--epoch-s must be a positive number of seconds up to 1e7, got {}", request.source_epoch_s));
   double source_epoch_s = 0;
   if (seg.found && !seg.epochs.empty()) {
     source_epoch_s = seg.period_s;

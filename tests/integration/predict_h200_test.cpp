@@ -235,6 +235,7 @@ TEST(Predict, GivenEpochTimePredictsWhenDetectionAbstains) {
   for (const auto& p : j["predictions"]) seen.insert(p["gpu"].get<std::string>());
   EXPECT_EQ(seen, catalog_ids());
   EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --epoch-s -1").status, 2);
+  EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --epoch-s 1e308").status, 2);
 }
 
 TEST(PredictErrors, UnknownSourceGpuListsTheCatalog) {

@@ -235,6 +235,19 @@ TEST(Prometheus, BadArgumentsAreRefusedBeforeAnyRequest) {
   q = simple("http://127.0.0.1:1");
   q.queries.clear();
   EXPECT_THROW((void)fetch_prometheus_trace(q), Error);
+  // A range that would need more points than any trace does is refused before allocating.
+  for (double step : {1e-300, 1e-6}) {
+    q = simple("http://127.0.0.1:1");
+    q.end_unix_s = q.start_unix_s + 1e6;
+    q.step_s = step;
+    try {
+      (void)fetch_prometheus_trace(q);
+      FAIL() << step;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("--step"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Prometheus, TimesAndDurations) {

@@ -139,6 +139,15 @@ TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
   j = nlohmann::json::parse(text);
   j["learners"][0]["state"]["buffer"] = "{\"not\": \"xgboost\"}";
   EXPECT_THROW((void)model_from_json(j.dump(), "badxgb.json"), Error);
+  j["learners"][0]["state"]["buffer"] = "garbage";
+  try {
+    (void)model_from_json(j.dump(), "garbage-xgb.json");
+    FAIL();
+  } catch (const Error& e) {  // bad input, one line, naming the file: not an internal error
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "garbage-xgb.json");
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
   j = nlohmann::json::parse(text);
   j.erase("meta_weights");
   EXPECT_THROW((void)model_from_json(j.dump(), "nometa.json"), Error);
