@@ -130,7 +130,9 @@ void run(const DetectArgs& args) {
     run_follow(args);
     return;
   }
-  const Trace trace = load_trace(args.path, args.input);
+  TraceInputOptions input = args.input;
+  use_sibling_host_trace(args.path, input, args.json);
+  const Trace trace = load_trace(args.path, input);
   const Segmentation seg = detect_epochs(trace, args.detect);
   if (!args.plot_path.empty()) write_plot(args.plot_path, trace, seg);
   if (args.json) {

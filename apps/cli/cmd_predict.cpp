@@ -103,12 +103,8 @@ void run_predict(const PredictCliOptions& o) {
     return;
   }
 
-  // NAME.host.csv beside NAME.smi.csv is merged as in batches: host CPU helps detection.
   TraceInputOptions input = o.input;
-  if (input.host_path.empty() && input.prometheus_url.empty()) {
-    input.host_path = sibling_host_trace(paths[0]);
-    if (!input.host_path.empty() && !o.json) std::cerr << fmt::format("epochcast: merging host log {}\n", input.host_path);
-  }
+  use_sibling_host_trace(paths[0], input, o.json);
   const Trace trace = load_trace(paths[0], input);
   const PredictReport report = service.predict(trace, request);
   if (!o.html.empty()) {

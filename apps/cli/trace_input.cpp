@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <memory>
 
 #include "epochcast/collect/prometheus.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/service/service.hpp"  // sibling_host_trace
 
 namespace epochcast::cli {
 
@@ -145,6 +147,12 @@ Trace load_trace(const std::string& path, const TraceInputOptions& opts) {
     read.progress = [p = progress.get()](std::uint64_t done, std::uint64_t total) { (*p)(done, total); };
   }
   return read_trace(path, read);
+}
+
+void use_sibling_host_trace(const std::string& path, TraceInputOptions& opts, bool quiet) {
+  if (!opts.host_path.empty() || !opts.prometheus_url.empty()) return;
+  opts.host_path = sibling_host_trace(path);
+  if (!opts.host_path.empty() && !quiet) std::cerr << fmt::format("epochcast: merging host log {}\n", opts.host_path);
 }
 
 }  // namespace epochcast::cli

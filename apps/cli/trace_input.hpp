@@ -39,5 +39,8 @@ void add_trace_options(CLI::App* cmd, TraceInputOptions& opts);
 // Reads the trace at `path` ("-" = stdin) with these options; with --prometheus, fetches the
 // range from the server instead (path unused).
 [[nodiscard]] Trace load_trace(const std::string& path, const TraceInputOptions& opts);
+// NAME.host.csv beside NAME.smi.csv, merged when no --host (or --prometheus) was given: host
+// CPU helps detection, so detect and predict read the same evidence. Says so unless quiet.
+void use_sibling_host_trace(const std::string& path, TraceInputOptions& opts, bool quiet);
 
 }  // namespace epochcast::cli
