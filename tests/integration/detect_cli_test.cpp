@@ -152,14 +152,23 @@ TEST(DetectCli, FollowPrintsUpdatedEstimatesOnAGrowingFileAndStopsWhenIdle) {
     for (std::string line; std::getline(in, line);) lines.push_back(line + "\n");
   }
   ASSERT_GT(lines.size(), 200u);
-  { std::ofstream(growing) << lines[0]; }  // header first, then chunks
+  constexpr std::size_t kFirstChunk = 25;  // header + the first rows: too short for a period
+  {
+    std::ofstream first(growing);
+    for (std::size_t i = 0; i <= kFirstChunk; ++i) first << lines[i];
+  }
   const std::string cmd = std::string(EPOCHCAST_CLI) + " detect " + growing +
                           " --follow --idle-timeout 1.5 --poll-ms 20 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   const auto started = std::chrono::steady_clock::now();
+  // Grow the file only after the first estimate is out, so a slow start cannot skip it.
+  std::string out;
+  std::array<char, 4096> buf{};
+  ASSERT_NE(std::fgets(buf.data(), static_cast<int>(buf.size()), pipe), nullptr);
+  out += buf.data();
   std::thread writer([&] {
-    std::size_t i = 1;
+    std::size_t i = kFirstChunk + 1;
     while (i < lines.size()) {
       std::ofstream out(growing, std::ios::app);
       for (std::size_t k = 0; k < 25 && i < lines.size(); ++k, ++i) out << lines[i];
@@ -167,8 +176,6 @@ TEST(DetectCli, FollowPrintsUpdatedEstimatesOnAGrowingFileAndStopsWhenIdle) {
       std::this_thread::sleep_for(std::chrono::milliseconds(60));
     }
   });
-  std::string out;
-  std::array<char, 4096> buf{};
   while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
   writer.join();
   const int st = ::pclose(pipe);
