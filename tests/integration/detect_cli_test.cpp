@@ -17,23 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include "cli_run.hpp"
+
 namespace {
 
-struct CliRun {
-  int status;
-  std::string out;
-};
-
-CliRun run(const std::string& args) {
-  const std::string cmd = std::string(EPOCHCAST_CLI) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, ""};
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int st = ::pclose(pipe);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using CliRun = epochcast::testing::CommandResult;
+CliRun run(const std::string& args) { return epochcast::testing::run_cli(args + " 2>&1"); }
 
 const std::string kData = EPOCHCAST_TEST_DATA;
 

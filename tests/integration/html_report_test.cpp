@@ -15,6 +15,8 @@
 #include "epochcast/service/render.hpp"
 
 namespace epochcast {
+#include "cli_run.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -67,16 +69,7 @@ print(json.dumps({'width': w, 'height': h, 'distinct': len(counts),
                   'epoch_span_pixels': near((0xe8, 0xf0, 0xfb)) + near((0xf4, 0xf8, 0xfd))}))
 )PY";
 
-std::string run_capture(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return out;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  pclose(pipe);
-  return out;
-}
+std::string run_capture(const std::string& command) { return epochcast::testing::run_command(command).out; }
 
 fs::path fresh_dir(const std::string& name) {
   std::random_device rd;

@@ -15,27 +15,15 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct RunResult {
-  int status = -1;
-  std::string out;
-};
-
-RunResult run(const std::string& args) {
-  RunResult r;
-  FILE* pipe = popen((std::string(EPOCHCAST_CLI) + " " + args + " 2>/dev/null").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+using RunResult = epochcast::testing::CommandResult;
+RunResult run(const std::string& args) { return epochcast::testing::run_cli(args + " 2>/dev/null"); }
 
 std::string data(const std::string& name) { return std::string(EPOCHCAST_TEST_DATA) + "/h200/" + name; }
 
