@@ -126,6 +126,9 @@ void run_follow(const DetectArgs& args) {
 }
 
 void run(const DetectArgs& args) {
+  // Written as a negation so NaN fails too (CLI11's PositiveNumber lets it through).
+  if (!(args.idle_timeout_s > 0 && args.idle_timeout_s <= 86400))
+    throw Error(ErrorCode::kInvalidArgument, "--idle-timeout must be a number of seconds in (0, 86400]");
   if (args.follow) {
     run_follow(args);
     return;

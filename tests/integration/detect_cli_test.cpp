@@ -128,6 +128,8 @@ TEST(DetectCli, PlotWritesAnSvgWithBoundaries) {
   EXPECT_EQ(red, j["epochs"].size() + 1) << text.substr(0, 400);
   const CliRun png = run("detect " + base + ".smi.csv --plot " + (dir / "x.png").string());
   EXPECT_NE(png.status, 0) << png.out;
+  // A NaN timeout would make --follow never stop: refused up front.
+  EXPECT_EQ(run("detect " + base + ".smi.csv --follow --idle-timeout nan").status, 2);
   std::filesystem::remove_all(dir);
 }
 
