@@ -15,6 +15,7 @@ namespace epochcast {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::size_t kMinSamples = 24;                   // below: nothing can be said
 constexpr std::size_t kMaxUniformSamples = 60'000'000;    // a uniform grid larger than this is refused
 constexpr std::size_t kAcfWindow = 32768;                 // samples per pyramid level used for the ACF
@@ -55,9 +56,15 @@ constexpr std::array<Metric, 4> kActivityChannels{Metric::kGpuUtil, Metric::kPow
 
 struct Uniform {
   Metric metric;
-  std::vector<double> values;  // on the uniform grid, gaps filled
+  std::span<const double> values;  // on the uniform grid, gaps filled: `storage` or the trace's own
+  std::vector<double> storage;     // only when resampling or repairs were needed
   double missing_fraction = 0;
   std::size_t absurd = 0;
+  // The trace's own values, used in place; not yet checked for NaN or implausible readings
+  // (checked where they are first read in full, and repaired into `storage` if needed).
+  bool unchecked = false;
+  double lo = 0, hi = 0;  // plausible range
+  bool dropped = false;   // more than half missing
 };
 
 struct Region {
@@ -67,82 +74,91 @@ struct Region {
 };
 
 // Robust z-score of a region of one channel: linear trend removed, scaled by the MAD of the
-// residual, clipped, zero mean. Empty when the channel is constant there.
-std::vector<double> robust_z(std::span<const double> y) {
+// residual, clipped; returned as its averaging pyramid (level l+1 = pairwise means of level l,
+// down to < 64 samples). Empty when the channel is constant there. The line, median and MAD
+// come from an evenly strided subsample (at most 16384 values: plenty for three numbers),
+// so the only full sweep over the channel is the one writing levels 0 and 1. With `check`,
+// that sweep also counts readings outside [lo, hi] or NaN; `bad` gets the count (then the
+// result is meaningless and the caller repairs the channel first).
+std::vector<signal::Buffer> robust_z_pyramid(std::span<const double> y, bool check, double lo, double hi,
+                                             std::size_t& bad) {
+  bad = 0;
   const std::size_t n = y.size();
   if (n < 4) return {};
-  // Least-squares line in one pass; sum of (i - mean i)^2 in closed form.
-  const double dn = static_cast<double>(n);
-  const double xm = 0.5 * (dn - 1);
-  double sy = 0, siy = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    sy += y[i];
-    siy += static_cast<double>(i) * y[i];
-  }
-  const double ym = sy / dn;
-  const double sxx = dn * (dn * dn - 1) / 12.0;
-  const double slope = sxx > 0 ? (siy - xm * sy) / sxx : 0;
-  const double intercept = ym - slope * xm;
-  // Median and MAD of the residual from an evenly strided subsample (at most 16384 values).
   const std::size_t stride = (n + 16383) / 16384;
   std::vector<double> sample;
   sample.reserve(n / stride + 1);
-  for (std::size_t i = 0; i < n; i += stride) sample.push_back(y[i] - intercept - slope * static_cast<double>(i));
+  for (std::size_t i = 0; i < n; i += stride) sample.push_back(y[i]);
+  if (check && (bad = signal::count_outside(sample, lo, hi)) > 0) return {};
+  // Least-squares line through the subsample (index i = k * stride).
+  const double m = static_cast<double>(sample.size());
+  const double km = 0.5 * (m - 1);
+  double sy = 0, sky = 0;
+  signal::line_sums(sample, sy, sky);
+  const double ym = sy / m;
+  const double skk = m * (m * m - 1) / 12.0;
+  const double slope_k = skk > 0 ? (sky - km * sy) / skk : 0;
+  const double slope = slope_k / static_cast<double>(stride);
+  const double intercept = ym - slope_k * km;
+  for (std::size_t k = 0; k < sample.size(); ++k)
+    sample[k] -= intercept + slope * static_cast<double>(k * stride);
+  std::vector<double> residual = sample;
   const double med = signal::median(sample);
   for (double& v : sample) v = std::abs(v - med);
   double scale = 1.4826 * signal::median(sample);
   const double base = intercept + med;
-  if (!(scale > 0)) {
+  if (!(scale > 0)) {  // more than half the values equal: the rms instead
     double ss = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double d = y[i] - base - slope * static_cast<double>(i);
-      ss += d * d;
-    }
-    scale = std::sqrt(ss / dn);
+    for (double r : residual) ss += (r - med) * (r - med);
+    scale = std::sqrt(ss / m);
   }
   const double magnitude = std::abs(ym) + 1.0;
   if (!(scale > 1e-9 * magnitude)) return {};
   // Not re-centred: every consumer removes its own mean (ACF windows, folds, templates).
-  const double inv = 1.0 / scale;
-  std::vector<double> r;
-  r.reserve(n);  // filled once, not zeroed first
-  for (std::size_t i = 0; i < n; ++i) {
-    const double v = (y[i] - base - slope * static_cast<double>(i)) * inv;
-    r.push_back(v > kClipZ ? kClipZ : (v < -kClipZ ? -kClipZ : v));  // minsd/maxsd, no libm call
-  }
-  return r;
+  // Levels 0-3 in one sweep over the input (the long arrays are the cost of this step).
+  std::array<signal::Buffer, 4> first;
+  bad = signal::affine_clip_pyramid(y, base, slope, 1.0 / scale, kClipZ, check ? lo : -kInf, check ? hi : kInf,
+                                    first);
+  if (check && bad > 0) return {};
+  std::vector<signal::Buffer> levels;
+  levels.push_back(std::move(first[0]));
+  for (std::size_t l = 1; l < first.size() && levels.back().size() >= 64; ++l) levels.push_back(std::move(first[l]));
+  while (levels.back().size() >= 64) levels.push_back(signal::halve(levels.back()));
+  return levels;
 }
 
 // Subtracts a centred moving average of `width` samples (removes structure slower than the
 // periods searched) when the signal is long enough for it to matter.
-void high_pass(std::vector<double>& x, std::size_t width) {
+void high_pass(std::span<double> x, std::size_t width) {
   if (width < 3 || x.size() < 2 * width) return;
-  const auto avg = signal::moving_average(x, width);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] -= avg[i];
+  signal::subtract_moving_average(x, width);
 }
 
-std::span<const double> centred_window(const std::vector<double>& x, std::size_t cap) {
+std::span<const double> centred_window(std::span<const double> x, std::size_t cap) {
   if (x.size() <= cap) return x;
   const std::size_t off = (x.size() - cap) / 2;
-  return std::span<const double>(x).subspan(off, cap);
+  return x.subspan(off, cap);
 }
 
 // The busy part of the trace: where the activity channel is above the midpoint between its
 // idle and busy levels, gaps closed, short warm-up bursts left out.
-Region find_training_region(const std::vector<Uniform>& channels, std::string& note) {
+template <class EnsureChecked>
+Region find_training_region(std::vector<Uniform>& channels, EnsureChecked&& ensure_checked, std::string& note) {
   const std::size_t n = channels.empty() ? 0 : channels.front().values.size();
   Region all{0, n};
   const Uniform* activity = nullptr;
   double lo = 0, hi = 0;
   for (Metric m : kActivityChannels) {
-    for (const auto& c : channels) {
+    for (auto& c : channels) {
       if (c.metric != m) continue;
+      ensure_checked(c);
+      if (c.dropped) break;
       // Idle and busy levels; idle may be a sliver of a long trace, hence the 1 % quantile.
       const double q_lo = signal::quantile_sampled(c.values, 0.01);
       const double q_hi = signal::quantile_sampled(c.values, 0.99);
       // Sample-to-sample noise: a contrast within a few noise widths is no busy/idle contrast.
       std::vector<double> diffs;
-      const std::size_t stride = (c.values.size() + 65535) / 65536;
+      const std::size_t stride = (c.values.size() + 16383) / 16384;
       for (std::size_t i = 0; i + 1 < c.values.size(); i += stride) diffs.push_back(std::abs(c.values[i + 1] - c.values[i]));
       const double noise = diffs.empty() ? 0.0 : 1.4826 * signal::median(diffs) / std::sqrt(2.0);
       if (q_hi - q_lo > std::max(8 * noise, 1e-6 * (std::abs(q_hi) + 1))) {
@@ -158,26 +174,28 @@ Region find_training_region(const std::vector<Uniform>& channels, std::string& n
     note = "no busy/idle contrast: whole trace analysed";
     return all;
   }
-  const auto& a = activity->values;
-  auto smooth_at = [&](std::size_t i) {  // 3-sample centred mean, edges use what exists
-    const std::size_t b = i > 0 ? i - 1 : 0;
-    const std::size_t e = std::min(n, i + 2);
-    double sum = 0;
-    for (std::size_t k = b; k < e; ++k) sum += a[k];
-    return sum / static_cast<double>(e - b);
-  };
+  const auto a = activity->values;
   const double threshold = lo + 0.5 * (hi - lo);
+  // Busy where the 3-sample centred mean (edges: what exists) is above the threshold.
+  std::vector<unsigned char> busy(n);
+  for (std::size_t i = 1; i + 1 < n; ++i) busy[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0 > threshold;
+  if (n >= 2) {
+    busy[0] = (a[0] + a[1]) / 2.0 > threshold;
+    busy[n - 1] = (a[n - 2] + a[n - 1]) / 2.0 > threshold;
+  } else if (n == 1) {
+    busy[0] = a[0] > threshold;
+  }
   struct Run {
     std::size_t begin, end;
   };
   std::vector<Run> runs;
   for (std::size_t i = 0; i < n;) {
-    if (smooth_at(i) <= threshold) {
+    if (!busy[i]) {
       ++i;
       continue;
     }
     std::size_t j = i;
-    while (j < n && smooth_at(j) > threshold) ++j;
+    while (j < n && busy[j]) ++j;
     runs.push_back({i, j});
     i = j;
   }
@@ -227,7 +245,7 @@ struct Candidate {
 
 struct Analysis {
   std::vector<Metric> metrics;
-  std::vector<std::vector<std::vector<double>>> pyramid;  // [channel][level] robust z
+  std::vector<std::vector<signal::Buffer>> pyramid;      // [channel][level] robust z
   std::vector<double> weight;                             // per channel
 };
 
@@ -244,10 +262,9 @@ std::vector<double> combined_acf(const Analysis& an, std::size_t level, std::siz
   for (std::size_t c = 0; c < an.metrics.size(); ++c) {
     if (level >= an.pyramid[c].size()) continue;
     auto window = centred_window(an.pyramid[c][level], window_cap);
-    std::vector<double> x(window.begin(), window.end());
+    signal::Buffer x(window.begin(), window.end());
     if (use_high_pass) high_pass(x, 4 * hi);
-    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
-    for (double& v : x) v -= mean;
+    signal::add_scalar(x, -signal::sum(x) / static_cast<double>(x.size()));
     signal::autocorrelation(x, lo, hi, r);
     if (per_channel) (*per_channel)[c] = r;
     const double w = an.weight.empty() ? 1.0 : an.weight[c];
@@ -450,7 +467,7 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   for (std::size_t c = 0; c < channels; ++c) {
     w[c] = std::max(0.0, ref.per_channel.empty() ? 0.0 : ref.per_channel[c]);
     if (w[c] <= 0) continue;
-    z[c] = an.pyramid[c][level];
+    z[c].assign(an.pyramid[c][level].begin(), an.pyramid[c][level].end());
     if (static_cast<double>(len) >= 4 * period)
       high_pass(z[c], static_cast<std::size_t>(std::ceil(3 * period)));
   }
@@ -647,13 +664,25 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
   std::vector<std::size_t> count(bins, 0);
   const double bins_per_sample = static_cast<double>(bins) / period_samples;
   double phase = 0;  // samples into the current period; incremental, no fmod per sample
+  // Consecutive samples mostly share a bin: sum them in a register, store when the bin changes.
+  std::size_t cur = 0, run = 0;
+  double acc = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * bins_per_sample));
-    sum[b] += raw[i];
-    ++count[b];
+    if (b != cur) {
+      sum[cur] += acc;
+      count[cur] += run;
+      cur = b;
+      acc = 0;
+      run = 0;
+    }
+    acc += raw[i];
+    ++run;
     phase += 1;
     if (phase >= period_samples) phase -= period_samples;
   }
+  sum[cur] += acc;
+  count[cur] += run;
   std::vector<double> profile;
   for (std::size_t b = 0; b < bins; ++b)
     if (count[b]) profile.push_back(sum[b] / static_cast<double>(count[b]));
@@ -929,20 +958,23 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     seg.reason = fmt::format("trace too short: {} samples (need at least {})", n_raw, kMinSamples);
     return seg;
   }
-  for (std::size_t i = 0; i < n_raw; ++i) {
-    if (!std::isfinite(trace.time_s[i]) || (i > 0 && trace.time_s[i] < trace.time_s[i - 1])) {
-      seg.reason = fmt::format("timestamps not increasing at sample {}", i + 1);
-      return seg;
-    }
-  }
-  // Median interval from at most 16384 evenly spread intervals (exact for short traces).
+  // Median interval from at most 16384 evenly spread intervals (exact for short traces); the
+  // timestamps are checked in the same sweep that tests whether they already sit on the grid.
   double dt = 0;
   {
     const std::size_t stride = (n_raw - 1 + 16383) / 16384;
     std::vector<double> diffs;
     diffs.reserve((n_raw - 1) / stride + 1);
-    for (std::size_t i = 1; i < n_raw; i += stride) diffs.push_back(trace.time_s[i] - trace.time_s[i - 1]);
-    dt = signal::median(diffs);
+    for (std::size_t i = 1; i < n_raw; i += stride) {
+      const double d = trace.time_s[i] - trace.time_s[i - 1];
+      if (std::isfinite(d)) diffs.push_back(d);  // NaN would upset the median; reported below
+    }
+    dt = diffs.empty() ? 0.0 : signal::median(diffs);
+  }
+  bool on_grid = false;
+  if (const std::size_t i = signal::check_timestamps(trace.time_s, dt, 0.05 * dt, on_grid); i < n_raw) {
+    seg.reason = fmt::format("timestamps not increasing at sample {}", i + 1);
+    return seg;
   }
   seg.interval_s = dt;
   if (!(dt > 0)) {
@@ -957,34 +989,55 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   const auto n = static_cast<std::size_t>(std::floor(span_samples + 0.5)) + 1;
 
   // Already on the grid (the common case for one collector): values are used as they are.
-  bool on_grid = n == n_raw;
-  for (std::size_t i = 0; on_grid && i < n_raw; ++i)
-    on_grid = std::abs(trace.time_s[i] - static_cast<double>(i) * dt) <= 0.05 * dt;
+  on_grid = on_grid && n == n_raw;
 
-  // 1. Usable channels on a uniform grid; absurd values and gaps counted.
+  // 1. Usable channels on a uniform grid; absurd values and gaps counted. On the grid the
+  // trace's own values are used in place and checked where they are first read in full.
   std::vector<Uniform> channels;
   std::vector<std::string> notes;
-  for (const auto& usable : kUsable) {
-    const Channel* ch = trace.find(usable.metric);
-    if (!ch || ch->values.size() != n_raw) continue;
+  // A copy of the readings, implausible ones as missing, on the grid, gaps filled.
+  auto repair = [&](Uniform& u) {
+    const Channel* ch = trace.find(u.metric);
     std::vector<double> values;
     values.reserve(n_raw);
     std::size_t absurd = 0, missing = 0;
     for (double v : ch->values) {
       const bool finite = std::isfinite(v);
-      const bool implausible = finite && (v < usable.lo || v > usable.hi);
+      const bool implausible = finite && (v < u.lo || v > u.hi);
       absurd += implausible;
       missing += !finite || implausible;
       values.push_back(implausible ? kNaN : v);
     }
-    Uniform u{usable.metric, on_grid ? std::move(values) : signal::resample_uniform(trace.time_s, values, dt, n), 0,
-              absurd};
-    if (missing > 0 || !on_grid) u.missing_fraction = signal::fill_gaps(u.values);
-    const auto tag = std::string(info(usable.metric).tag);
+    u.storage = on_grid ? std::move(values) : signal::resample_uniform(trace.time_s, values, dt, n);
+    u.absurd = absurd;
+    if (missing > 0 || !on_grid) u.missing_fraction = signal::fill_gaps(u.storage);
+    u.values = u.storage;
+    u.unchecked = false;
+    const auto tag = std::string(info(u.metric).tag);
     if (absurd > 0) notes.push_back(fmt::format("{} implausible {} values ignored", absurd, tag));
     if (u.missing_fraction > 0.5) {
       notes.push_back(fmt::format("{} dropped: {:.0f} % missing", tag, 100 * u.missing_fraction));
-      continue;
+      u.dropped = true;
+    }
+  };
+  auto ensure_checked = [&](Uniform& u) {
+    if (!u.unchecked) return;
+    if (signal::count_outside(u.values, u.lo, u.hi) > 0) repair(u);
+    u.unchecked = false;
+  };
+  for (const auto& usable : kUsable) {
+    const Channel* ch = trace.find(usable.metric);
+    if (!ch || ch->values.size() != n_raw) continue;
+    Uniform u;
+    u.metric = usable.metric;
+    u.lo = usable.lo;
+    u.hi = usable.hi;
+    if (on_grid) {
+      u.values = ch->values;
+      u.unchecked = true;
+    } else {
+      repair(u);
+      if (u.dropped) continue;
     }
     channels.push_back(std::move(u));
   }
@@ -992,20 +1045,34 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     for (const auto& note : notes) reason += "; " + note;
     return reason;
   };
+  // Every channel checked; true when none is left with data.
+  auto none_usable = [&] {
+    bool any = false;
+    for (auto& u : channels) {
+      ensure_checked(u);
+      any = any || !u.dropped;
+    }
+    return !any;
+  };
+  const std::string kNoUsable = "no usable channel (utilization, power, clocks, memory) with data";
   if (channels.empty()) {
-    seg.reason = with_notes("no usable channel (utilization, power, clocks, memory) with data");
+    seg.reason = with_notes(kNoUsable);
     return seg;
   }
 
   // 2. Training region.
   std::string region_note;
-  Region region = options.whole_trace ? Region{0, n} : find_training_region(channels, region_note);
+  Region region = options.whole_trace ? Region{0, n} : find_training_region(channels, ensure_checked, region_note);
   if (!region_note.empty()) notes.push_back(region_note);
   seg.training_start_s = (static_cast<double>(region.begin) - (region.begin > 0 ? 0.5 : 0.0)) * dt;
   seg.training_end_s = (static_cast<double>(region.end) - (region.end < n ? 0.5 : 1.0)) * dt;
   const double min_lag = std::max({options.min_period_samples, 2.0, options.min_period_s / dt});
   const double max_lag = options.max_period_s > 0 ? options.max_period_s / dt : 0.0;
   if (static_cast<double>(region.size()) < 2 * min_lag || region.size() < kMinSamples) {
+    if (none_usable()) {
+      seg.reason = with_notes(kNoUsable);
+      return seg;
+    }
     seg.reason = with_notes(fmt::format(
         "busy region too short: {} samples, fewer than two epochs of the shortest period ({:.0f} samples)",
         region.size(), min_lag));
@@ -1014,15 +1081,28 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
 
   // 3. Robust z-scores and their averaging pyramid.
   Analysis an;
-  for (const auto& u : channels) {
-    auto z = robust_z(std::span<const double>(u.values).subspan(region.begin, region.size()));
-    const auto tag = std::string(info(u.metric).tag);
-    if (z.empty()) continue;  // constant in the busy region: no evidence either way
-    std::vector<std::vector<double>> levels;
-    levels.push_back(std::move(z));
-    while (levels.back().size() >= 64) levels.push_back(signal::halve(levels.back()));
+  for (auto& u : channels) {
+    if (u.dropped) continue;
+    std::size_t bad = 0;
+    std::vector<signal::Buffer> levels;
+    if (u.unchecked)  // the samples outside the region; those inside are checked by the z sweep
+      bad = signal::count_outside(u.values.first(region.begin), u.lo, u.hi) +
+            signal::count_outside(u.values.subspan(region.end), u.lo, u.hi);
+    if (bad == 0) levels = robust_z_pyramid(u.values.subspan(region.begin, region.size()), u.unchecked, u.lo, u.hi, bad);
+    if (bad > 0) {
+      repair(u);
+      if (u.dropped) continue;
+      levels = robust_z_pyramid(u.values.subspan(region.begin, region.size()), false, 0, 0, bad);
+    }
+    u.unchecked = false;
+    if (levels.empty()) continue;  // constant in the busy region: no evidence either way
     an.metrics.push_back(u.metric);
     an.pyramid.push_back(std::move(levels));
+  }
+  std::erase_if(channels, [](const Uniform& u) { return u.dropped; });
+  if (channels.empty()) {
+    seg.reason = with_notes(kNoUsable);
+    return seg;
   }
   if (an.metrics.empty()) {
     seg.reason = with_notes("every channel is constant in the busy region: no periodic structure");
@@ -1091,7 +1171,7 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     evidence += e;
     for (const auto& u : channels) {
       if (u.metric != an.metrics[c]) continue;
-      const auto raw = std::span<const double>(u.values).subspan(region.begin, region.size());
+      const auto raw = u.values.subspan(region.begin, region.size());
       const Channel* original = trace.find(u.metric);
       const std::span<const double> readings = original ? std::span<const double>(original->values) : raw;
       const double steps = profile_amplitude_in_steps(raw, readings, period_samples);

@@ -2,9 +2,123 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace epochcast::signal {
+namespace {
+
+// Two doubles per operation (GCC/Clang vector extension: SSE2 on x86-64, NEON on arm64, plain
+// scalar code elsewhere). The hot loops are memory-bound sweeps over 10^6-sample channels;
+// the default -O2 build does not vectorise them by itself, and reductions never are (their
+// order would change), so the partial sums are spelled out.
+using V2 = double __attribute__((vector_size(16)));
+using V2i = long long __attribute__((vector_size(16)));
+
+inline V2 load2(const double* p) {
+  V2 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store2(double* p, V2 v) { std::memcpy(p, &v, sizeof v); }
+inline V2 splat(double v) { return V2{v, v}; }
+inline double hsum(V2 v) { return v[0] + v[1]; }
+// (a0 + a1) / 2, (b0 + b1) / 2: pairwise means of four consecutive values.
+inline V2 pair_means(V2 a, V2 b) {
+  return (__builtin_shufflevector(a, b, 0, 2) + __builtin_shufflevector(a, b, 1, 3)) * splat(0.5);
+}
+
+}  // namespace
+
+std::size_t count_outside(std::span<const double> x, double lo, double hi) {
+  const std::size_t n = x.size();
+  const double* p = x.data();
+  V2i good{0, 0};
+  const V2 vlo = splat(lo), vhi = splat(hi);
+  std::size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const V2 v = load2(p + i);
+    good -= (v >= vlo) & (v <= vhi);  // true lanes are -1
+  }
+  auto ok = static_cast<std::size_t>(good[0] + good[1]);
+  for (; i < n; ++i) ok += (p[i] >= lo && p[i] <= hi);
+  return n - ok;
+}
+
+void line_sums(std::span<const double> y, double& sum, double& sum_iy) {
+  const std::size_t n = y.size();
+  const double* p = y.data();
+  V2 s0 = splat(0), s1 = splat(0), q0 = splat(0), q1 = splat(0);
+  V2 i0{0, 1}, i1{2, 3};
+  const V2 four = splat(4);
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const V2 a = load2(p + i), b = load2(p + i + 2);
+    s0 += a;
+    s1 += b;
+    q0 += a * i0;
+    q1 += b * i1;
+    i0 += four;
+    i1 += four;
+  }
+  double s = hsum(s0 + s1), q = hsum(q0 + q1);
+  for (; i < n; ++i) {
+    s += p[i];
+    q += static_cast<double>(i) * p[i];
+  }
+  sum = s;
+  sum_iy = q;
+}
+
+std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
+                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out) {
+  const std::size_t n = y.size();
+  out[0].resize(n);
+  out[1].resize(n / 2);
+  out[2].resize(n / 4);
+  out[3].resize(n / 8);
+  const double* p = y.data();
+  double* o0 = out[0].data();
+  double* o1 = out[1].data();
+  double* o2 = out[2].data();
+  double* o3 = out[3].data();
+  const V2 vbase = splat(base), vslope = splat(slope), vinv = splat(inv), hi = splat(clip), lo = splat(-clip);
+  const V2 vlo = splat(valid_lo), vhi = splat(valid_hi);
+  V2i good{0, 0};
+  V2 idx{0, 1};
+  const V2 two = splat(2);
+  auto z = [&](const double* q) {
+    const V2 v = load2(q);
+    good -= (v >= vlo) & (v <= vhi);
+    V2 r = (v - vbase - vslope * idx) * vinv;
+    idx += two;
+    r = r > hi ? hi : (r < lo ? lo : r);
+    return r;
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {  // 8 samples -> 8, 4, 2 and 1 values of levels 0..3
+    const V2 a = z(p + i), b = z(p + i + 2), c = z(p + i + 4), d = z(p + i + 6);
+    store2(o0 + i, a);
+    store2(o0 + i + 2, b);
+    store2(o0 + i + 4, c);
+    store2(o0 + i + 6, d);
+    const V2 e = pair_means(a, b), f = pair_means(c, d);
+    store2(o1 + i / 2, e);
+    store2(o1 + i / 2 + 2, f);
+    const V2 g = pair_means(e, f);
+    store2(o2 + i / 4, g);
+    o3[i / 8] = 0.5 * (g[0] + g[1]);
+  }
+  auto ok = static_cast<std::size_t>(good[0] + good[1]);
+  for (; i < n; ++i) {
+    ok += p[i] >= valid_lo && p[i] <= valid_hi;
+    const double v = (p[i] - base - slope * static_cast<double>(i)) * inv;
+    o0[i] = v > clip ? clip : (v < -clip ? -clip : v);
+  }
+  for (std::size_t k = (n / 8) * 4; k < n / 2; ++k) o1[k] = 0.5 * (o0[2 * k] + o0[2 * k + 1]);
+  for (std::size_t k = (n / 8) * 2; k < n / 4; ++k) o2[k] = 0.5 * (o1[2 * k] + o1[2 * k + 1]);
+  return n - ok;
+}
 
 std::vector<double> resample_uniform(std::span<const double> time_s, std::span<const double> values,
                                      double dt, std::size_t count) {
@@ -104,34 +218,132 @@ std::vector<double> moving_average(std::span<const double> x, std::size_t width)
   return out;
 }
 
-std::vector<double> halve(std::span<const double> x) {
-  std::vector<double> out;
-  out.reserve(x.size() / 2);  // filled once, not zeroed first
-  for (std::size_t i = 0; i + 1 < x.size(); i += 2) out.push_back(0.5 * (x[i] + x[i + 1]));
+Buffer halve(std::span<const double> x) {
+  const std::size_t m = x.size() / 2;
+  Buffer out(m);
+  const double* p = x.data();
+  double* o = out.data();
+  std::size_t k = 0;
+  for (; k + 2 <= m; k += 2) store2(o + k, pair_means(load2(p + 2 * k), load2(p + 2 * k + 2)));
+  for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
   return out;
+}
+
+void subtract_moving_average(std::span<double> x, std::size_t width) {
+  const std::size_t n = x.size();
+  if (n == 0) return;
+  width = std::max<std::size_t>(1, width);
+  const std::size_t left = (width - 1) / 2;
+  const std::size_t right = width - 1 - left;
+  // Prefix sums as four interleaved chains over four quarters (one chain is bound by the
+  // latency of its additions), then each quarter shifted by the totals before it.
+  Buffer prefix(n + 1);
+  prefix[0] = 0;
+  double* P = prefix.data() + 1;
+  const double* p = x.data();
+  const std::size_t q = n / 4;
+  double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  for (std::size_t i = 0; i < q; ++i) {
+    c0 += p[i];
+    c1 += p[q + i];
+    c2 += p[2 * q + i];
+    c3 += p[3 * q + i];
+    P[i] = c0;
+    P[q + i] = c1;
+    P[2 * q + i] = c2;
+    P[3 * q + i] = c3;
+  }
+  for (std::size_t i = 4 * q; i < n; ++i) {
+    c3 += p[i];
+    P[i] = c3;
+  }
+  const double o1 = c0, o2 = o1 + c1, o3 = o2 + c2;
+  for (std::size_t i = q; i < 2 * q; ++i) P[i] += o1;
+  for (std::size_t i = 2 * q; i < 3 * q; ++i) P[i] += o2;
+  for (std::size_t i = 3 * q; i < n; ++i) P[i] += o3;
+  const double inv = 1.0 / static_cast<double>(width);
+  const double* S = prefix.data();
+  double* o = x.data();
+  // Interior (the whole window inside): no branches.
+  const std::size_t first = std::min(n, left), last = n >= right ? n - right : 0;
+  for (std::size_t i = first; i < last; ++i) o[i] -= (S[i + right + 1] - S[i - left]) * inv;
+  auto edge = [&](std::size_t i) {
+    const std::size_t a = i >= left ? i - left : 0;
+    const std::size_t b = std::min(n, i + right + 1);
+    o[i] -= (S[b] - S[a]) / static_cast<double>(b - a);
+  };
+  for (std::size_t i = 0; i < first; ++i) edge(i);
+  for (std::size_t i = std::max(first, last); i < n; ++i) edge(i);
+}
+
+double sum(std::span<const double> x) {
+  const std::size_t n = x.size();
+  const double* p = x.data();
+  V2 s0 = splat(0), s1 = splat(0);
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += load2(p + i);
+    s1 += load2(p + i + 2);
+  }
+  double s = hsum(s0 + s1);
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+void add_scalar(std::span<double> x, double v) {
+  for (double& e : x) e += v;
+}
+
+std::size_t check_timestamps(std::span<const double> t, double dt, double tolerance, bool& on_grid) {
+  const std::size_t n = t.size();
+  const double* p = t.data();
+  // Fast sweep: every t finite (t - t == 0), t[i] >= t[i-1], |t[i] - i dt| <= tolerance; the
+  // exact index only on failure.
+  V2i ok{-1, -1}, grid{-1, -1};
+  const V2 zero = splat(0), vdt = splat(dt), tol = splat(tolerance), ntol = splat(-tolerance), two = splat(2);
+  V2 idx{1, 2};
+  std::size_t i = 1;
+  for (; i + 2 <= n; i += 2) {
+    const V2 cur = load2(p + i), prev = load2(p + i - 1);
+    ok &= (cur >= prev) & ((cur - cur) == zero);
+    const V2 d = cur - idx * vdt;
+    grid &= (d <= tol) & (d >= ntol);
+    idx += two;
+  }
+  bool all = ok[0] && ok[1] && (n == 0 || std::isfinite(p[0]));
+  bool g = grid[0] && grid[1] && (n == 0 || std::abs(p[0]) <= tolerance);
+  for (; i < n; ++i) {
+    all = all && std::isfinite(p[i]) && p[i] >= p[i - 1];
+    g = g && std::abs(p[i] - static_cast<double>(i) * dt) <= tolerance;
+  }
+  on_grid = all && g;
+  if (all) return n;
+  for (std::size_t k = 0; k < n; ++k)
+    if (!std::isfinite(p[k]) || (k > 0 && p[k] < p[k - 1])) return k;
+  return n;
 }
 
 void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
                      std::vector<double>& out) {
   out.assign(hi >= lo ? hi - lo + 1 : 0, 0.0);
   const std::size_t n = x.size();
-  double energy = 0;
-  for (double v : x) energy += v * v;
-  if (energy <= 0) return;
   const double* p = x.data();
-  for (std::size_t k = lo; k <= hi && k < n; ++k) {
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;  // independent sums let the compiler vectorise
-    const std::size_t m = n - k;
+  auto dot = [p](std::size_t m, std::size_t k) {
+    V2 s0 = splat(0), s1 = splat(0), s2 = splat(0), s3 = splat(0);
     std::size_t i = 0;
-    for (; i + 4 <= m; i += 4) {
-      s0 += p[i] * p[i + k];
-      s1 += p[i + 1] * p[i + 1 + k];
-      s2 += p[i + 2] * p[i + 2 + k];
-      s3 += p[i + 3] * p[i + 3 + k];
+    for (; i + 8 <= m; i += 8) {
+      s0 += load2(p + i) * load2(p + i + k);
+      s1 += load2(p + i + 2) * load2(p + i + 2 + k);
+      s2 += load2(p + i + 4) * load2(p + i + 4 + k);
+      s3 += load2(p + i + 6) * load2(p + i + 6 + k);
     }
-    for (; i < m; ++i) s0 += p[i] * p[i + k];
-    out[k - lo] = (s0 + s1 + s2 + s3) / energy;
-  }
+    double s = hsum((s0 + s1) + (s2 + s3));
+    for (; i < m; ++i) s += p[i] * p[i + k];
+    return s;
+  };
+  const double energy = dot(n, 0);
+  if (!(energy > 0)) return;
+  for (std::size_t k = lo; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
 }
 
 double parabolic_offset(double a, double b, double c) {

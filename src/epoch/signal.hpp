@@ -2,11 +2,46 @@
 // averaging pyramid, autocorrelation. All O(n) or O(n * lags); no allocation in inner loops.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <memory>
+#include <utility>
 #include <span>
 #include <vector>
 
 namespace epochcast::signal {
+
+// Allocator whose resize() leaves doubles uninitialised: the long working arrays are written
+// once in full right after sizing, and zero-filling them first is another pass over memory.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Buffer = std::vector<double, DefaultInitAllocator<double>>;
+
+// Number of values outside [lo, hi] or not finite (NaN fails both comparisons).
+std::size_t count_outside(std::span<const double> x, double lo, double hi);
+
+// Sum of y_i and of i * y_i (for a least-squares line), with independent partial sums.
+void line_sums(std::span<const double> y, double& sum, double& sum_iy);
+
+// out[0][i] = clamp((y[i] - base - slope * i) * inv, -clip, clip) for i < y.size(), and
+// out[l+1][k] = (out[l][2k] + out[l][2k+1]) / 2: levels 0-3 of the pyramid in one sweep.
+// Returns how many y[i] are outside [valid_lo, valid_hi] or NaN (checked in the same sweep).
+std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
+                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out);
 
 // Values of (time_s, values) on the grid j * dt, j = 0..count-1: linear interpolation between
 // neighbours no further apart than 2.5 dt, else the nearest sample within 0.6 dt, else NaN.
@@ -28,7 +63,18 @@ double quantile_sampled(std::span<const double> x, double q, std::size_t max_cou
 std::vector<double> moving_average(std::span<const double> x, std::size_t width);
 
 // Level l+1 = pairwise means of level l (an odd last sample is dropped).
-std::vector<double> halve(std::span<const double> x);
+Buffer halve(std::span<const double> x);
+
+// x[i] -= centred moving average of `width` samples (edges use the part inside), in place.
+void subtract_moving_average(std::span<double> x, std::size_t width);
+
+// Sum with independent partial sums.
+double sum(std::span<const double> x);
+void add_scalar(std::span<double> x, double v);
+
+// Index of the first timestamp that is not finite or smaller than its predecessor (size() if
+// none), and in the same sweep whether every t[i] is within `tolerance` of i * dt.
+std::size_t check_timestamps(std::span<const double> t, double dt, double tolerance, bool& on_grid);
 
 // Normalised biased autocorrelation r(k) = sum x_i x_{i+k} / sum x_i^2 for k in [lo, hi]
 // (x is expected zero-mean). Entries with k >= x.size() are 0.
