@@ -89,9 +89,11 @@ class XgbLearner final : public Learner {
     booster->set("nthread", "1");  // prediction is one row at a time
     booster_ = std::move(booster);
     cols_ = x.cols;
+    compile(&x);
   }
 
   double predict(std::span<const double> x) const override {
+    if (native_) return native_predict(x);
     std::vector<float> row(x.begin(), x.end());
     float out = 0;
     run_predict(row.data(), 1, &out);
@@ -127,9 +129,124 @@ class XgbLearner final : public Learner {
     }
     booster->set("nthread", "1");
     booster_ = std::move(booster);
+    compile(nullptr);
   }
 
  private:
+  // One prediction through XGBoost's C API costs ~20 µs, mostly fixed overhead (a proxy
+  // DMatrix per call whose context reads cgroup files, JSON parsing of the arguments); the
+  // trees themselves take ~1 µs. So single rows walk a flat copy of the booster's own trees,
+  // read from its JSON model, with XGBoost's semantics (float features, `value < split`
+  // goes left, missing follows default_left, leaves summed in float onto base_score). The
+  // copy is used only after it reproduced XGBoost's predictions bit for bit (training rows
+  // after fit; probe rows at thresholds and NaN after load); otherwise the C API stays.
+  struct FlatNode {
+    float split_or_leaf;
+    std::int32_t feature;  // -1: leaf
+    std::int32_t left, right, missing;
+  };
+
+  void compile(const Matrix* check_rows) {
+    native_ = false;
+    trees_.clear();
+    roots_.clear();
+    bst_ulong len = 0;
+    const char* buffer = nullptr;
+    xgb_check(XGBoosterSaveModelToBuffer(booster_->get(), R"({"format": "json"})", &len, &buffer),
+              "XGBoosterSaveModelToBuffer");
+    try {
+      const auto j = nlohmann::json::parse(std::string_view(buffer, len));
+      const auto& learner = j.at("learner");
+      if (learner.at("gradient_booster").at("name") != "gbtree" ||
+          learner.at("objective").at("name") != "reg:squarederror" ||
+          learner.at("learner_model_param").at("num_target").get<std::string>() != "1")
+        return;
+      base_score_ = std::stof(learner.at("learner_model_param").at("base_score").get<std::string>());
+      const auto& model = learner.at("gradient_booster").at("model");
+      if (model.at("gbtree_model_param").at("num_parallel_tree").get<std::string>() != "1") return;
+      for (const auto& t : model.at("trees")) {
+        const auto left = t.at("left_children").get<std::vector<std::int32_t>>();
+        const auto right = t.at("right_children").get<std::vector<std::int32_t>>();
+        const auto split = t.at("split_conditions").get<std::vector<double>>();
+        const auto feature = t.at("split_indices").get<std::vector<std::int64_t>>();
+        const auto default_left = t.at("default_left").get<std::vector<int>>();
+        const auto type = t.at("split_type").get<std::vector<int>>();
+        const std::size_t n = left.size();
+        if (n == 0 || right.size() != n || split.size() != n || feature.size() != n ||
+            default_left.size() != n || type.size() != n)
+          return;
+        const auto root = static_cast<std::int32_t>(trees_.size());
+        roots_.push_back(root);
+        for (std::size_t i = 0; i < n; ++i) {
+          FlatNode node{static_cast<float>(split[i]), -1, 0, 0, 0};
+          if (left[i] >= 0) {
+            // Only numeric splits on existing features with forward children are copied.
+            if (type[i] != 0 || feature[i] < 0 || static_cast<std::size_t>(feature[i]) >= cols_ ||
+                left[i] <= static_cast<std::int32_t>(i) || right[i] <= static_cast<std::int32_t>(i) ||
+                static_cast<std::size_t>(left[i]) >= n || static_cast<std::size_t>(right[i]) >= n)
+              return;
+            node.feature = static_cast<std::int32_t>(feature[i]);
+            node.left = root + left[i];
+            node.right = root + right[i];
+            node.missing = default_left[i] ? node.left : node.right;
+          }
+          trees_.push_back(node);
+        }
+      }
+    } catch (const nlohmann::json::exception&) {
+      return;  // an unexpected layout: keep using the C API
+    }
+    Matrix probe = check_rows ? Matrix() : probe_rows();
+    const Matrix& rows = check_rows ? *check_rows : probe;
+    if (rows.rows == 0) return;
+    std::vector<float> values(rows.data.begin(), rows.data.end()), expected(rows.rows);
+    run_predict(values.data(), rows.rows, expected.data());
+    native_ = true;
+    for (std::size_t i = 0; i < rows.rows; ++i)
+      if (static_cast<float>(native_predict(rows.row(i))) != expected[i]) {
+        native_ = false;
+        return;
+      }
+  }
+
+  // Rows exercising every split: each feature at, just below and just above its thresholds,
+  // and missing.
+  [[nodiscard]] Matrix probe_rows() const {
+    std::vector<std::vector<float>> cuts(cols_);
+    for (const auto& node : trees_)
+      if (node.feature >= 0) cuts[static_cast<std::size_t>(node.feature)].push_back(node.split_or_leaf);
+    constexpr std::size_t kRows = 64;
+    Matrix m(kRows, cols_);
+    for (std::size_t r = 0; r < kRows; ++r)
+      for (std::size_t c = 0; c < cols_; ++c) {
+        const auto& cut = cuts[c];
+        double v = 0;
+        if ((r + c) % 9 == 8) {
+          v = kNaN;
+        } else if (!cut.empty()) {
+          const float t = cut[(r * 7 + c * 3) % cut.size()];
+          const int side = static_cast<int>((r + 2 * c) % 3);
+          v = side == 0 ? t : std::nextafter(t, side == 1 ? -INFINITY : INFINITY);
+        }
+        m.data[r * cols_ + c] = v;
+      }
+    return m;
+  }
+
+  [[nodiscard]] double native_predict(std::span<const double> x) const {
+    float out = base_score_;
+    for (const std::int32_t root : roots_) {
+      std::int32_t n = root;
+      while (trees_[static_cast<std::size_t>(n)].feature >= 0) {
+        const FlatNode& node = trees_[static_cast<std::size_t>(n)];
+        const double v = x[static_cast<std::size_t>(node.feature)];
+        n = std::isnan(v) ? node.missing : static_cast<float>(v) < node.split_or_leaf ? node.left : node.right;
+      }
+      out += trees_[static_cast<std::size_t>(n)].split_or_leaf;
+    }
+    return out;
+  }
+
   void run_predict(const float* values, std::size_t rows, float* out) const {
     if (!booster_) throw Error(ErrorCode::kInternal, "XGBoost learner used before fit");
     // Array interface over our buffer: no DMatrix per call.
@@ -154,6 +271,10 @@ class XgbLearner final : public Learner {
   std::unique_ptr<XgbBooster> booster_;
   std::size_t cols_ = 0;
   mutable std::mutex mutex_;
+  bool native_ = false;
+  float base_score_ = 0;
+  std::vector<FlatNode> trees_;  // all trees, children as absolute indices
+  std::vector<std::int32_t> roots_;
 };
 
 // ---- Ridge regression on Eigen, penalty chosen by generalised cross-validation. ----
@@ -239,48 +360,62 @@ class KnnLearner final : public Learner {
     points_ = Matrix(sub.rows, sub.cols);
     for (std::size_t i = 0; i < sub.rows; ++i) scaler_.apply(sub.row(i), points_.row(i));
     y_.assign(y.begin(), y.end());
+    transpose();
   }
 
   double predict(std::span<const double> x) const override {
-    double picked[64];
-    std::vector<double> picked_heap;
-    std::span<double> in(picked, std::min<std::size_t>(columns_.size(), 64));
-    if (columns_.size() > 64) {
-      picked_heap.resize(columns_.size());
-      in = picked_heap;
-    }
-    for (std::size_t c = 0; c < columns_.size(); ++c) in[c] = x[columns_[c]];
-    double z_buf[64];
+    // Scaled query on the stack; distances to a block of points at a time, dimension by
+    // dimension over the column-major copy (vectorises; each point's sum keeps the order
+    // 0..d-1, so the distances are the ones a row-by-row scan computes).
+    constexpr std::size_t kMaxDims = 64, kBlock = 256;
+    const std::size_t dims = columns_.size(), n = points_.rows;
+    double z_buf[kMaxDims];
     std::vector<double> z_heap;
-    std::span<double> z(z_buf, in.size());
-    if (in.size() > 64) {
-      z_heap.resize(in.size());
-      z = z_heap;
+    double* z = z_buf;
+    if (dims > kMaxDims) {
+      z_heap.resize(dims);
+      z = z_heap.data();
     }
-    scaler_.apply(in, z);
-    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(k_), points_.rows);
-    std::vector<std::pair<double, std::size_t>> best;  // (distance², index), k smallest
-    best.reserve(k + 1);
-    for (std::size_t i = 0; i < points_.rows; ++i) {
-      const auto p = points_.row(i);
-      // Stop summing once this point cannot enter the k best: most points leave early.
-      const double bound = best.size() < k ? std::numeric_limits<double>::infinity() : best.back().first;
-      double d2 = 0;
-      for (std::size_t c = 0; c < z.size() && d2 < bound; c += 8) {
-        const std::size_t end = std::min(z.size(), c + 8);
-        for (std::size_t q = c; q < end; ++q) d2 += (p[q] - z[q]) * (p[q] - z[q]);
+    for (std::size_t c = 0; c < dims; ++c) {
+      const double v = x[columns_[c]];
+      z[c] = std::isfinite(v) ? (v - scaler_.mean[c]) / scaler_.scale[c] : 0.0;
+    }
+    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(k_), n);
+    // The k smallest (distance², index), ascending; ties keep the earlier point first.
+    std::pair<double, std::size_t> best_buf[16];
+    std::vector<std::pair<double, std::size_t>> best_heap;
+    std::pair<double, std::size_t>* best = best_buf;
+    if (k > std::size(best_buf)) {
+      best_heap.resize(k);
+      best = best_heap.data();
+    }
+    std::size_t found = 0;
+    double bound = std::numeric_limits<double>::infinity();
+    double d2[kBlock];
+    for (std::size_t start = 0; start < n; start += kBlock) {
+      const std::size_t m = std::min(kBlock, n - start);
+      std::fill_n(d2, m, 0.0);
+      for (std::size_t c = 0; c < dims; ++c) {
+        const double* col = columns_t_.data() + c * n + start;
+        const double zc = z[c];
+        for (std::size_t i = 0; i < m; ++i) d2[i] += (col[i] - zc) * (col[i] - zc);
       }
-      if (best.size() < k || d2 < best.back().first) {
-        auto pos = std::upper_bound(best.begin(), best.end(), std::make_pair(d2, i));
-        best.insert(pos, {d2, i});
-        if (best.size() > k) best.pop_back();
+      for (std::size_t i = 0; i < m; ++i) {
+        if (!(d2[i] < bound) && found == k) continue;
+        std::size_t pos = found < k ? found++ : k - 1;
+        while (pos > 0 && best[pos - 1].first > d2[i]) {
+          best[pos] = best[pos - 1];
+          --pos;
+        }
+        best[pos] = {d2[i], start + i};
+        if (found == k) bound = best[k - 1].first;
       }
     }
     double wsum = 0, sum = 0;
-    for (auto [d2, i] : best) {
-      const double w = 1.0 / (std::sqrt(d2) + 1e-6);
+    for (std::size_t j = 0; j < found; ++j) {
+      const double w = 1.0 / (std::sqrt(best[j].first) + 1e-6);
       wsum += w;
-      sum += w * y_[i];
+      sum += w * y_[best[j].second];
     }
     return wsum > 0 ? sum / wsum : 0.0;
   }
@@ -300,9 +435,16 @@ class KnnLearner final : public Learner {
     if (k_ < 1 || points_.data.size() != points_.rows * points_.cols || y_.size() != points_.rows ||
         scaler_.mean.size() != points_.cols || columns_.size() != points_.cols)
       throw Error(ErrorCode::kParse, "knn state: inconsistent sizes");
+    transpose();
   }
 
  private:
+  void transpose() {
+    columns_t_.resize(points_.data.size());
+    for (std::size_t i = 0; i < points_.rows; ++i)
+      for (std::size_t c = 0; c < points_.cols; ++c) columns_t_[c * points_.rows + i] = points_.data[i * points_.cols + c];
+  }
+
   Matrix select(const Matrix& x) const {
     Matrix out(x.rows, columns_.size());
     for (std::size_t i = 0; i < x.rows; ++i)
@@ -316,7 +458,8 @@ class KnnLearner final : public Learner {
   int k_;
   std::vector<std::size_t> columns_;
   Standardizer scaler_;
-  Matrix points_;
+  Matrix points_;               // standardised, row-major (the model file's layout)
+  std::vector<double> columns_t_;  // the same, column-major (the scan's layout)
   std::vector<double> y_;
 };
 
@@ -339,50 +482,63 @@ class ExtraTreesLearner final : public Learner {
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
     // Missing values take the column median: trees then see them as typical.
     fill_.assign(x.cols, 0.0);
+    // Column-major copy with missing values filled: a node scans one column at a time.
+    std::vector<double> columns(x.rows * x.cols);
+    std::vector<double> v;
     for (std::size_t c = 0; c < x.cols; ++c) {
-      std::vector<double> v;
+      v.clear();
       for (std::size_t i = 0; i < x.rows; ++i)
         if (std::isfinite(x.data[i * x.cols + c])) v.push_back(x.data[i * x.cols + c]);
       if (!v.empty()) {
         std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
         fill_[c] = v[v.size() / 2];
       }
+      for (std::size_t i = 0; i < x.rows; ++i) {
+        const double value = x.data[i * x.cols + c];
+        columns[c * x.rows + i] = std::isfinite(value) ? value : fill_[c];
+      }
     }
-    Matrix filled = x;
-    for (std::size_t i = 0; i < x.rows; ++i)
-      for (std::size_t c = 0; c < x.cols; ++c)
-        if (!std::isfinite(filled.data[i * x.cols + c])) filled.data[i * x.cols + c] = fill_[c];
     cols_ = x.cols;
     trees_.assign(static_cast<std::size_t>(trees_wanted_), {});
+    const Data data{columns.data(), x.rows, x.cols, y};
     // Each tree has its own generator seeded from (seed, tree): same result for any thread count.
     auto work = [&](int first, int step) {
+      Scratch scratch{std::vector<std::size_t>(x.rows), std::vector<double>(x.rows), std::vector<double>(x.rows),
+                      std::vector<std::size_t>(x.cols)};
       for (int t = first; t < trees_wanted_; t += step) {
         std::mt19937_64 rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
-        std::vector<std::size_t> idx(filled.rows);
-        std::iota(idx.begin(), idx.end(), 0);
+        std::iota(scratch.idx.begin(), scratch.idx.end(), 0);
         auto& nodes = trees_[static_cast<std::size_t>(t)];
-        build(filled, y, idx, 0, idx.size(), nodes, rng);
+        build(data, 0, x.rows, nodes, rng, scratch);
       }
     };
     std::vector<std::thread> pool;
     for (int w = 1; w < threads_; ++w) pool.emplace_back(work, w, threads_);
     work(0, threads_);
     for (auto& th : pool) th.join();
+    flatten();
   }
 
   double predict(std::span<const double> x) const override {
-    double sum = 0;
-    for (const auto& nodes : trees_) {
-      int n = 0;
-      while (nodes[static_cast<std::size_t>(n)].feature >= 0) {
-        const Node& node = nodes[static_cast<std::size_t>(n)];
-        double v = x[static_cast<std::size_t>(node.feature)];
-        if (!std::isfinite(v)) v = fill_[static_cast<std::size_t>(node.feature)];
-        n = v <= node.threshold ? node.left : node.right;
-      }
-      sum += nodes[static_cast<std::size_t>(n)].value;
+    // Fill missing values once per row rather than at every node.
+    double row_buf[256];
+    std::vector<double> row_heap;
+    double* row = row_buf;
+    if (cols_ > std::size(row_buf)) {
+      row_heap.resize(cols_);
+      row = row_heap.data();
     }
-    return trees_.empty() ? 0.0 : sum / static_cast<double>(trees_.size());
+    for (std::size_t c = 0; c < cols_; ++c) row[c] = std::isfinite(x[c]) ? x[c] : fill_[c];
+    double sum = 0;
+    for (const std::uint32_t root : roots_) {
+      std::uint32_t n = root;
+      while (flat_[n].feature >= 0) {
+        const FlatNode& node = flat_[n];
+        n = node.left + (row[static_cast<std::size_t>(node.feature)] <= node.value ? 0U : 1U);
+      }
+      sum += flat_[n].value;
+    }
+    return roots_.empty() ? 0.0 : sum / static_cast<double>(roots_.size());
   }
 
   nlohmann::json to_json() const override {
@@ -417,25 +573,53 @@ class ExtraTreesLearner final : public Learner {
       if (n == 0 || t.size() != n || l.size() != n || r.size() != n || v.size() != n)
         throw Error(ErrorCode::kParse, "extra_trees state: inconsistent node arrays");
       std::vector<Node> nodes(n);
+      std::vector<char> has_parent(n, 0);
       for (std::size_t i = 0; i < n; ++i) {
         nodes[i] = {f[i], t[i], l[i], r[i], v[i]};
-        // Children must point forward (no cycles) and features must exist.
+        // Children must point forward (no cycles), have one parent (a tree, not a graph that
+        // unfolds exponentially) and features must exist.
         if (f[i] >= 0 && (static_cast<std::size_t>(f[i]) >= cols_ || l[i] <= static_cast<int>(i) ||
                           r[i] <= static_cast<int>(i) || static_cast<std::size_t>(l[i]) >= n ||
-                          static_cast<std::size_t>(r[i]) >= n))
+                          static_cast<std::size_t>(r[i]) >= n || l[i] == r[i] ||
+                          has_parent[static_cast<std::size_t>(l[i])]++ || has_parent[static_cast<std::size_t>(r[i])]++))
           throw Error(ErrorCode::kParse, "extra_trees state: bad node " + std::to_string(i));
       }
       trees_.push_back(std::move(nodes));
     }
     if (fill_.size() != cols_) throw Error(ErrorCode::kParse, "extra_trees state: bad fill size");
+    flatten();
   }
 
  private:
-  int build(const Matrix& x, std::span<const double> y, std::vector<std::size_t>& idx,
-            std::size_t begin, std::size_t end, std::vector<Node>& nodes, std::mt19937_64& rng) {
+  struct Data {
+    const double* columns;  // column-major, missing filled
+    std::size_t rows, cols;
+    std::span<const double> y;
+  };
+  struct Scratch {
+    std::vector<std::size_t> idx;  // the rows, partitioned node by node
+    std::vector<double> values;    // one column of the node's rows
+    std::vector<double> y;         // the node's labels
+    std::vector<std::size_t> order;
+  };
+  // Prediction layout: 16 bytes a node, children side by side, breadth first per tree.
+  struct FlatNode {
+    double value;           // threshold (split) or mean (leaf)
+    std::int32_t feature;   // -1: leaf
+    std::uint32_t left;     // right child = left + 1
+  };
+
+  int build(const Data& d, std::size_t begin, std::size_t end, std::vector<Node>& nodes,
+            std::mt19937_64& rng, Scratch& s) {
     const std::size_t n = end - begin;
+    const std::size_t* idx = s.idx.data() + begin;
+    double* yv = s.y.data();
+    double* vals = s.values.data();
     double sum = 0;
-    for (std::size_t i = begin; i < end; ++i) sum += y[idx[i]];
+    for (std::size_t i = 0; i < n; ++i) {
+      yv[i] = d.y[idx[i]];
+      sum += yv[i];
+    }
     const int id = static_cast<int>(nodes.size());
     nodes.push_back(Node{-1, 0, -1, -1, sum / static_cast<double>(n)});
     if (n < 2 * static_cast<std::size_t>(min_leaf_)) return id;
@@ -443,19 +627,23 @@ class ExtraTreesLearner final : public Learner {
     int best_feature = -1;
     double best_threshold = 0;
     std::uniform_real_distribution<double> unit(0.0, 1.0);
-    // A random subset of the features per node (partial Fisher-Yates over a reused buffer).
-    std::vector<std::size_t>& order = order_buffer(x.cols);
+    // A random subset of the features per node (partial Fisher-Yates, reset per node so the
+    // draw depends only on the tree's own generator).
+    std::vector<std::size_t>& order = s.order;
+    std::iota(order.begin(), order.end(), 0);
     const std::size_t tries = std::clamp<std::size_t>(
-        static_cast<std::size_t>(std::ceil(max_features_ * static_cast<double>(x.cols))), 1, x.cols);
+        static_cast<std::size_t>(std::ceil(max_features_ * static_cast<double>(d.cols))), 1, d.cols);
     for (std::size_t j = 0; j < tries; ++j) {
-      std::uniform_int_distribution<std::size_t> pick(j, x.cols - 1);
+      std::uniform_int_distribution<std::size_t> pick(j, d.cols - 1);
       std::swap(order[j], order[pick(rng)]);
     }
     for (std::size_t j = 0; j < tries; ++j) {
       const std::size_t c = order[j];
+      const double* col = d.columns + c * d.rows;
       double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-      for (std::size_t i = begin; i < end; ++i) {
-        const double v = x.data[idx[i] * x.cols + c];
+      for (std::size_t i = 0; i < n; ++i) {
+        const double v = col[idx[i]];
+        vals[i] = v;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
       }
@@ -464,11 +652,11 @@ class ExtraTreesLearner final : public Learner {
       const double threshold = lo + u * (hi - lo);
       double left_sum = 0;
       std::size_t left_n = 0;
-      for (std::size_t i = begin; i < end; ++i)
-        if (x.data[idx[i] * x.cols + c] <= threshold) {
-          left_sum += y[idx[i]];
-          ++left_n;
-        }
+      for (std::size_t i = 0; i < n; ++i) {
+        const bool left = vals[i] <= threshold;
+        left_sum += left ? yv[i] : 0.0;
+        left_n += left;
+      }
       const std::size_t right_n = n - left_n;
       if (left_n < static_cast<std::size_t>(min_leaf_) || right_n < static_cast<std::size_t>(min_leaf_))
         continue;
@@ -483,12 +671,13 @@ class ExtraTreesLearner final : public Learner {
       }
     }
     if (best_feature < 0) return id;
-    const auto mid_it = std::partition(
-        idx.begin() + static_cast<long>(begin), idx.begin() + static_cast<long>(end),
-        [&](std::size_t r) { return x.data[r * x.cols + static_cast<std::size_t>(best_feature)] <= best_threshold; });
-    const auto mid = static_cast<std::size_t>(mid_it - idx.begin());
-    const int left = build(x, y, idx, begin, mid, nodes, rng);
-    const int right = build(x, y, idx, mid, end, nodes, rng);
+    const double* col = d.columns + static_cast<std::size_t>(best_feature) * d.rows;
+    const auto first = s.idx.begin() + static_cast<long>(begin);
+    const auto mid_it = std::partition(first, first + static_cast<long>(n),
+                                       [&](std::size_t r) { return col[r] <= best_threshold; });
+    const auto mid = static_cast<std::size_t>(mid_it - s.idx.begin());
+    const int left = build(d, begin, mid, nodes, rng, s);
+    const int right = build(d, mid, end, nodes, rng, s);
     Node& node = nodes[static_cast<std::size_t>(id)];
     node.feature = best_feature;
     node.threshold = best_threshold;
@@ -497,19 +686,39 @@ class ExtraTreesLearner final : public Learner {
     return id;
   }
 
-  static std::vector<std::size_t>& order_buffer(std::size_t cols) {
-    // Reset per node so the draw depends only on the tree's own generator.
-    thread_local std::vector<std::size_t> order;
-    order.resize(cols);
-    std::iota(order.begin(), order.end(), 0);
-    return order;
+  void flatten() {
+    flat_.clear();
+    roots_.clear();
+    std::vector<std::pair<int, std::uint32_t>> queue;  // (node in the tree, slot in flat_)
+    for (const auto& nodes : trees_) {
+      const auto root = static_cast<std::uint32_t>(flat_.size());
+      roots_.push_back(root);
+      flat_.push_back({});
+      queue.assign(1, {0, root});
+      for (std::size_t q = 0; q < queue.size(); ++q) {
+        const auto [i, slot] = queue[q];
+        const Node& node = nodes[static_cast<std::size_t>(i)];
+        if (node.feature < 0) {
+          flat_[slot] = {node.value, -1, 0};
+          continue;
+        }
+        const auto left = static_cast<std::uint32_t>(flat_.size());
+        flat_[slot] = {node.threshold, node.feature, left};
+        flat_.push_back({});
+        flat_.push_back({});
+        queue.push_back({node.left, left});
+        queue.push_back({node.right, left + 1});
+      }
+    }
   }
 
   int trees_wanted_, min_leaf_, threads_;
   double max_features_;
   std::size_t cols_ = 0;
   std::vector<double> fill_;
-  std::vector<std::vector<Node>> trees_;
+  std::vector<std::vector<Node>> trees_;  // the model file's layout
+  std::vector<FlatNode> flat_;
+  std::vector<std::uint32_t> roots_;
 };
 
 }  // namespace

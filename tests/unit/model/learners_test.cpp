@@ -1,0 +1,149 @@
+// The learners' fast prediction paths against straightforward references computed here.
+#include "../../../src/model/learners.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "epochcast/core/error.hpp"
+
+namespace epochcast {
+namespace {
+
+// Rows of a smooth function plus noise; some cells missing, some duplicated (distance ties).
+struct Data {
+  Matrix x;
+  std::vector<double> y;
+};
+Data make_data(std::size_t rows, std::size_t cols, std::uint64_t seed, double missing = 0.05) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0, 1);
+  std::uniform_real_distribution<double> u(0, 1);
+  Data d{Matrix(rows, cols), {}};
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (i % 10 == 9) {  // an exact copy of the previous row
+      std::copy_n(d.x.row(i - 1).begin(), cols, d.x.row(i).begin());
+    } else {
+      for (std::size_t c = 0; c < cols; ++c) d.x.data[i * cols + c] = u(rng) < missing ? NAN : g(rng);
+    }
+    const auto r = d.x.row(i);
+    const double a = std::isfinite(r[0]) ? r[0] : 0, b = std::isfinite(r[1]) ? r[1] : 0;
+    d.y.push_back(std::sin(a) + 0.5 * b * b + 0.1 * g(rng));
+  }
+  return d;
+}
+
+LearnerConfig small() {
+  LearnerConfig c;
+  c.xgb_rounds = 40;
+  c.trees = 20;
+  c.knn_k = 5;
+  return c;
+}
+
+TEST(Knn, MatchesABruteForceScan) {
+  const Data train = make_data(700, 9, 1), test = make_data(200, 9, 2, 0.2);
+  LearnerConfig config = small();
+  config.knn_columns = {0, 1, 2, 4, 8};
+  auto knn = make_learner("knn", config);
+  knn->fit(train.x, train.y, 0);
+  // Reference: standardise with the same statistics, full distances, stable sort, k first.
+  Standardizer s;
+  Matrix sub(train.x.rows, config.knn_columns.size());
+  for (std::size_t i = 0; i < train.x.rows; ++i)
+    for (std::size_t c = 0; c < sub.cols; ++c) sub.data[i * sub.cols + c] = train.x.row(i)[config.knn_columns[c]];
+  s.fit(sub);
+  std::vector<double> zp(sub.cols), zq(sub.cols);
+  for (std::size_t q = 0; q < test.x.rows; ++q) {
+    std::vector<double> picked(sub.cols);
+    for (std::size_t c = 0; c < sub.cols; ++c) picked[c] = test.x.row(q)[config.knn_columns[c]];
+    s.apply(picked, zq);
+    std::vector<std::pair<double, std::size_t>> d;
+    for (std::size_t i = 0; i < sub.rows; ++i) {
+      s.apply(sub.row(i), zp);
+      double d2 = 0;
+      for (std::size_t c = 0; c < sub.cols; ++c) d2 += (zp[c] - zq[c]) * (zp[c] - zq[c]);
+      d.push_back({d2, i});
+    }
+    std::stable_sort(d.begin(), d.end(), [](auto a, auto b) { return a.first < b.first; });
+    double wsum = 0, sum = 0;
+    for (std::size_t j = 0; j < 5; ++j) {
+      const double w = 1.0 / (std::sqrt(d[j].first) + 1e-6);
+      wsum += w;
+      sum += w * train.y[d[j].second];
+    }
+    EXPECT_DOUBLE_EQ(knn->predict(test.x.row(q)), sum / wsum) << "query " << q;
+  }
+}
+
+TEST(Knn, QueryEqualToATrainingPointReturnsNearlyItsLabel) {
+  const Data train = make_data(300, 4, 3, 0.0);
+  auto knn = make_learner("knn", small());
+  knn->fit(train.x, train.y, 0);
+  // Weight 1/1e-6 dominates; row 5 has no duplicate (duplicates sit at i % 10 == 9).
+  EXPECT_NEAR(knn->predict(train.x.row(5)), train.y[5], 1e-3);
+}
+
+// XGBoost's single-row path walks a copy of its trees; batches go through the C API.
+TEST(Xgboost, SingleRowsEqualTheCApiBitForBitAfterFitAndLoad) {
+  const Data train = make_data(500, 7, 4), test = make_data(300, 7, 5, 0.3);
+  auto xgb = make_learner("xgboost", small());
+  xgb->fit(train.x, train.y, 9);
+  std::vector<double> batch(test.x.rows);
+  xgb->predict_many(test.x, batch);
+  auto loaded = make_learner("xgboost", small());
+  loaded->from_json(xgb->to_json());
+  for (std::size_t i = 0; i < test.x.rows; ++i) {
+    EXPECT_EQ(xgb->predict(test.x.row(i)), batch[i]) << "row " << i;
+    EXPECT_EQ(loaded->predict(test.x.row(i)), batch[i]) << "row " << i;
+  }
+}
+
+// Extra trees predict from a flat layout; the reference walks the saved node arrays.
+TEST(ExtraTrees, FlatLayoutPredictsLikeTheSavedTrees) {
+  const Data train = make_data(400, 6, 6), test = make_data(200, 6, 7, 0.3);
+  auto et = make_learner("extra_trees", small());
+  et->fit(train.x, train.y, 11);
+  const auto j = et->to_json();
+  const auto fill = j.at("fill").get<std::vector<double>>();
+  for (std::size_t q = 0; q < test.x.rows; ++q) {
+    double sum = 0;
+    for (const auto& t : j.at("trees")) {
+      std::size_t n = 0;
+      while (t.at("feature")[n].get<int>() >= 0) {
+        const auto f = t.at("feature")[n].get<std::size_t>();
+        double v = test.x.row(q)[f];
+        if (!std::isfinite(v)) v = fill[f];
+        n = t.at(v <= t.at("threshold")[n].get<double>() ? "left" : "right")[n].get<std::size_t>();
+      }
+      sum += t.at("value")[n].get<double>();
+    }
+    EXPECT_EQ(et->predict(test.x.row(q)), sum / static_cast<double>(j.at("trees").size())) << "query " << q;
+  }
+}
+
+TEST(ExtraTrees, SameResultForAnyThreadCount) {
+  const Data train = make_data(300, 5, 8);
+  LearnerConfig one = small(), three = small();
+  one.threads = 1;
+  three.threads = 3;
+  auto a = make_learner("extra_trees", one), b = make_learner("extra_trees", three);
+  a->fit(train.x, train.y, 5);
+  b->fit(train.x, train.y, 5);
+  EXPECT_EQ(a->to_json().dump(), b->to_json().dump());
+}
+
+TEST(ExtraTrees, ANodeWithTwoParentsIsRefused) {
+  // Root splits to 1 and 2; node 1 splits to 2 and 3: node 2 would be reached twice.
+  const nlohmann::json state = {
+      {"columns", 1}, {"fill", {0.0}}, {"min_leaf", 1},
+      {"trees", {{{"feature", {0, 0, -1, -1}}, {"threshold", {0.0, 1.0, 0.0, 0.0}},
+                  {"left", {1, 2, -1, -1}}, {"right", {2, 3, -1, -1}}, {"value", {0.0, 0.0, 1.0, 2.0}}}}}};
+  auto et = make_learner("extra_trees", small());
+  EXPECT_THROW(et->from_json(state), Error);
+}
+
+}  // namespace
+}  // namespace epochcast
