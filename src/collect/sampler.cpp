@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <time.h>
 
 #include "epochcast/core/error.hpp"
 
@@ -40,6 +42,27 @@ std::string tags_of(NvmlQuery q) {
 
 }  // namespace
 
+std::vector<unsigned> parse_gpu_list(std::string_view text) {
+  std::vector<unsigned> out;
+  if (text == "all") return out;
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorCode::kInvalidArgument, fmt::format("GPU list '{}': {}", text, why));
+  };
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string_view item = text.substr(begin, end - begin);
+    unsigned v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v > 1'000'000)
+      throw bad("expected all, N or N,M,…");
+    if (std::find(out.begin(), out.end(), v) != out.end()) throw bad(fmt::format("GPU {} is listed twice", v));
+    out.push_back(v);
+    begin = end + 1;
+  }
+  return out;
+}
+
 struct Sampler::GpuState {
   unsigned nvml_index = 0;
   std::array<bool, kNvmlQueryCount> supported{};
@@ -53,6 +76,10 @@ Sampler::Sampler(const Nvml& nvml, SamplerOptions options) : nvml_(nvml), option
   if (options_.interval.count() <= 0)
     throw Error(ErrorCode::kInvalidArgument, "sampling interval must be at least 1 ms");
   std::vector<unsigned> indices = options_.gpus;
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (indices[i] == indices[j])
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("GPU {} is selected twice", indices[i]));
   if (indices.empty())
     for (unsigned i = 0; i < nvml_.device_count(); ++i) indices.push_back(i);
   if (indices.empty()) throw Error(ErrorCode::kNotFound, fmt::format("NVML ({}) reports no GPU", nvml_.library()));
@@ -109,11 +136,71 @@ void Sampler::pcie_loop() {
   }
 }
 
+namespace {
+
+std::int64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Sleeps until the absolute monotonic time `at_ns` (no drift from relative sleeps); a signal
+// wakes it early so that `stop` is seen at once.
+template <typename Stop>
+void sleep_until_ns(std::int64_t at_ns, Stop&& stop) {
+  const timespec ts{static_cast<time_t>(at_ns / 1'000'000'000), static_cast<long>(at_ns % 1'000'000'000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR)
+    if (stop()) return;
+}
+
+}  // namespace
+
+void LatenessHistogram::add(double seconds) {
+  if (!(seconds > 0)) seconds = 0;  // a tick read before its deadline (clock granularity) is on time
+  ++count_;
+  sum_s_ += seconds;
+  max_s_ = std::max(max_s_, seconds);
+  const double us = seconds * 1e6;
+  std::size_t b = 0;
+  if (us >= 1) {
+    int exp = 0;
+    const double frac = std::frexp(us, &exp);  // us = frac * 2^exp, frac in [0.5, 1)
+    const int octave = std::min(exp - 1, kOctaves - 1);
+    const int sub = std::min(kSubBuckets - 1, static_cast<int>((2 * frac - 1) * kSubBuckets));
+    b = 1 + static_cast<std::size_t>(octave * kSubBuckets + (octave == exp - 1 ? sub : kSubBuckets - 1));
+  }
+  ++buckets_[b];
+}
+
+double LatenessHistogram::quantile(double q) const {
+  if (count_ == 0) return 0;
+  const auto rank = static_cast<std::uint64_t>(std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(count_)));
+  std::uint64_t seen = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen < std::max<std::uint64_t>(rank, 1)) continue;
+    if (b == 0) return 0;
+    const auto octave = static_cast<int>((b - 1) / kSubBuckets);
+    const auto sub = static_cast<int>((b - 1) % kSubBuckets);
+    const double mid_us = std::ldexp(1.0 + (sub + 0.5) / kSubBuckets, octave);  // bucket middle
+    return std::min(mid_us / 1e6, max_s_);
+  }
+  return max_s_;
+}
+
+std::string describe_schedule(const SamplerStats& stats) {
+  auto ms = [](double s) { return fmt::format("{:.3g} ms", s * 1e3); };
+  return fmt::format("{} ticks, {} missed ({} gap{}), {} late; lateness p50 {}, p99 {}, max {}", stats.ticks,
+                     stats.missed_ticks, stats.gaps.size(), stats.gaps.size() == 1 ? "" : "s", stats.late_ticks,
+                     ms(stats.lateness.quantile(0.5)), ms(stats.lateness.quantile(0.99)), ms(stats.lateness.max_s()));
+}
+
 void Sampler::run(const SamplerHooks& hooks) {
   auto message = [&](const std::string& text) {
     if (hooks.on_message) hooks.on_message(text);
   };
   for (const auto& m : probe_messages_) message(m);
+  auto stopping = [&] { return stop_requested_ || (hooks.should_stop && hooks.should_stop()); };
 
   std::optional<HostSampler> host;
   if (options_.host) host.emplace();
@@ -122,30 +209,50 @@ void Sampler::run(const SamplerHooks& hooks) {
   pcie_stop_ = false;
   if (options_.pcie) pcie_thread = std::thread([this] { pcie_loop(); });
 
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const auto interval = std::chrono::duration_cast<Clock::duration>(options_.interval);
-  const double interval_s = std::chrono::duration<double>(options_.interval).count();
+  const std::int64_t interval_ns = std::chrono::nanoseconds(options_.interval).count();
+  // Catch-up reads stay this far apart: the trace's millisecond timestamps remain distinct.
+  const std::int64_t min_spacing_ns = std::max<std::int64_t>(1'000'000, interval_ns / 4);
+  const std::int64_t max_behind_ns = std::chrono::nanoseconds(options_.max_behind).count();
+  const double interval_s = static_cast<double>(interval_ns) / 1e9;
+  const std::int64_t start_ns = mono_ns();
+  std::int64_t last_read_ns = start_ns - min_spacing_ns;
   std::vector<GpuSample> samples;
   samples.reserve(states_.size());
 
+  auto finished = [&](std::uint64_t seq) {
+    return options_.duration_s && static_cast<double>(seq) * interval_s >= *options_.duration_s - 1e-9;
+  };
   std::uint64_t sequence = 0;
-  while (true) {
-    if (options_.duration_s && static_cast<double>(sequence) * interval_s >= *options_.duration_s - 1e-9) break;
-    const auto deadline = start + interval * static_cast<Clock::rep>(sequence);
-    std::this_thread::sleep_until(deadline);
-    if (stop_requested_ || (hooks.should_stop && hooks.should_stop())) break;
-    // Woken (or done with the previous tick) a whole interval or more late: the deadlines
-    // already past are missed and counted; only the latest due one is sampled, never one twice.
-    if (const auto late = Clock::now() - deadline; late >= interval) {
-      const auto behind = static_cast<std::uint64_t>(late / interval);
-      stats_.missed_ticks += behind;
-      sequence += behind;
-      if (options_.duration_s && static_cast<double>(sequence) * interval_s >= *options_.duration_s - 1e-9) break;
+  while (!finished(sequence)) {
+    std::int64_t deadline_ns = start_ns + interval_ns * static_cast<std::int64_t>(sequence);
+    sleep_until_ns(std::max(deadline_ns, last_read_ns + min_spacing_ns), stopping);
+    if (stopping()) break;
+    std::int64_t now_ns = mono_ns();
+    // Stopped (SIGSTOP, suspend) or starved past the bound: no burst of catch-up reads; the
+    // deadlines up to the latest due one are one recorded gap, and the schedule continues
+    // on the same grid from there.
+    if (now_ns - deadline_ns > max_behind_ns) {
+      const auto latest = static_cast<std::uint64_t>((now_ns - start_ns) / interval_ns);
+      if (latest > sequence) {
+        const SamplerGap gap{sequence, latest - sequence, static_cast<double>(now_ns - deadline_ns) / 1e9,
+                             static_cast<double>(now_ns - start_ns) / 1e9};
+        stats_.gaps.push_back(gap);
+        stats_.missed_ticks += gap.ticks;
+        message(fmt::format("gap: sampling woke {:.2f} s late at {:.1f} s; ticks {}..{} ({:.2f} s) not sampled",
+                            gap.behind_s, gap.elapsed_s, gap.first_sequence, latest - 1,
+                            static_cast<double>(gap.ticks) * interval_s));
+        sequence = latest;
+        if (finished(sequence)) break;
+        deadline_ns = start_ns + interval_ns * static_cast<std::int64_t>(sequence);
+      }
     }
+    last_read_ns = now_ns;
+    const double lateness_s = static_cast<double>(now_ns - deadline_ns) / 1e9;
+    stats_.lateness.add(lateness_s);
+    if (now_ns - deadline_ns >= interval_ns) ++stats_.late_ticks;
 
     const double unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+    const double elapsed_s = static_cast<double>(now_ns - start_ns) / 1e9;
     MetricValues host_values = empty_metric_values();
     if (host) host->sample(host_values);
 
@@ -193,7 +300,7 @@ void Sampler::run(const SamplerHooks& hooks) {
     }
     if (samples.empty()) break;  // every GPU lost: the trace so far is kept by the caller
     ++stats_.ticks;
-    if (hooks.on_tick) hooks.on_tick(Tick{sequence, unix_s, elapsed_s, samples});
+    if (hooks.on_tick) hooks.on_tick(Tick{sequence, unix_s, elapsed_s, lateness_s, samples});
 
     ++sequence;
   }

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "epochcast/core/error.hpp"
@@ -54,27 +55,64 @@ TraceFileWriter::~TraceFileWriter() {
   }
 }
 
+void TraceFileWriter::throw_if_failed() {
+  if (!failed_) return;
+  std::lock_guard lock(buffer_mutex_);
+  throw *failure_;
+}
+
+void TraceFileWriter::flush_in_background() {
+  if (fd_ < 0 || flusher_.joinable()) return;
+  flusher_ = std::thread([this] { flush_loop(); });
+}
+
+void TraceFileWriter::flush_loop() {
+  std::unique_lock lock(buffer_mutex_);
+  // Flushes start on a fixed grid, so rows wait at most one interval however long a sync takes.
+  auto next = std::chrono::steady_clock::now() + flush_interval_;
+  while (!stop_flusher_) {
+    wake_.wait_until(lock, next, [&] { return stop_flusher_; });
+    if (stop_flusher_) break;
+    next = std::max(next + flush_interval_, std::chrono::steady_clock::now());
+    lock.unlock();
+    try {
+      flush();
+    } catch (const Error& e) {
+      lock.lock();
+      failure_ = e;
+      failed_ = true;
+      return;
+    }
+    lock.lock();
+  }
+}
+
 void TraceFileWriter::append(double unix_s, const GpuIdentity& gpu, const MetricValues& values) {
   if (fd_ < 0) throw Error(ErrorCode::kInternal, fmt::format("trace file {} is closed", path_));
-  for (std::size_t c = 0; c < columns_.size(); ++c) row_[c] = values[static_cast<std::size_t>(columns_[c])];
-  writer_.write_row(unix_s, gpu, row_);
-  ++rows_;
-  if (std::chrono::steady_clock::now() - last_flush_ >= flush_interval_) flush();
+  throw_if_failed();
+  {
+    std::lock_guard lock(buffer_mutex_);
+    for (std::size_t c = 0; c < columns_.size(); ++c) row_[c] = values[static_cast<std::size_t>(columns_[c])];
+    writer_.write_row(unix_s, gpu, row_);
+    ++rows_;
+  }
+  if (!flusher_.joinable() && std::chrono::steady_clock::now() - last_flush_ >= flush_interval_) flush();
 }
 
 void TraceFileWriter::comment(std::string_view text) {
   std::string line = "# ";
   for (char c : text) line += c == '\n' ? ' ' : c;
+  std::lock_guard lock(buffer_mutex_);
   buffer_ << line << '\n';
 }
 
-void TraceFileWriter::write_all(std::string_view bytes) {
+void TraceFileWriter::write_all(std::string_view bytes, std::uint64_t rows_pending) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       throw Error(ErrorCode::kIo, fmt::format("writing trace file {}: {}; {} row(s) not written", path_, cause(errno),
-                                              rows_ - rows_flushed_));
+                                              rows_pending - rows_flushed_));
     }
     bytes.remove_prefix(static_cast<std::size_t>(n));
     bytes_written_ += static_cast<std::uint64_t>(n);
@@ -83,21 +121,47 @@ void TraceFileWriter::write_all(std::string_view bytes) {
 
 void TraceFileWriter::flush() {
   if (fd_ < 0) return;
-  last_flush_ = std::chrono::steady_clock::now();
-  const std::string pending = buffer_.str();
-  buffer_.str(std::string());
-  write_all(pending);
+  throw_if_failed();
+  // The io lock first: buffers taken in order are written in order.
+  std::lock_guard io(io_mutex_);
+  const auto started = std::chrono::steady_clock::now();
+  last_flush_ = started;
+  std::string pending;
+  std::uint64_t rows_pending = 0;
+  {
+    std::lock_guard lock(buffer_mutex_);
+    pending = buffer_.str();
+    buffer_.str(std::string());
+    rows_pending = rows_;
+  }
+  write_all(pending, rows_pending);
   // Sync so that a crash of the machine, not only of us, loses at most one interval.
   // Pipes and terminals cannot be synced (EINVAL/EROFS): nothing to lose there.
   if (::fdatasync(fd_) != 0 && errno != EINVAL && errno != EROFS)
     throw Error(ErrorCode::kIo, fmt::format("syncing trace file {}: {}", path_, cause(errno)));
-  rows_flushed_ = rows_;
+  rows_flushed_ = rows_pending;
   ++flushes_;
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (took_s > max_flush_s_) max_flush_s_ = took_s;
 }
 
 void TraceFileWriter::close() {
+  if (flusher_.joinable()) {
+    {
+      std::lock_guard lock(buffer_mutex_);
+      stop_flusher_ = true;
+    }
+    wake_.notify_all();
+    flusher_.join();
+  }
   if (fd_ < 0) return;
-  flush();
+  try {
+    flush();
+  } catch (...) {
+    if (owns_fd_) ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
   if (owns_fd_ && ::close(fd_) != 0) {
     const int e = errno;
     fd_ = -1;

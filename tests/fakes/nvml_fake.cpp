@@ -15,6 +15,8 @@
 //                                        the driver does); answers EPOCHCAST_FAKE_NVML_PCIE_KBPS
 //                                        (NOT_SUPPORTED when unset and the trace has no PCIe)
 //   EPOCHCAST_FAKE_NVML_INIT_ERROR=CODE  nvmlInit returns CODE (e.g. 9 = DRIVER_NOT_LOADED)
+//   EPOCHCAST_FAKE_NVML_START_FILE=PATH  the replay holds its first sample until PATH exists and
+//                                        starts then (a test starts it once a scraper is ready)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -28,6 +30,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "epochcast/trace/read.hpp"
 #include "nvml_abi.hpp"
@@ -59,6 +63,9 @@ struct FakeState {
   int pcie_ms = 20;
   double pcie_kbps = -1;
   Clock::time_point start;
+  std::string start_file;                   // replay held until it exists
+  std::atomic<bool> replaying{true};
+  std::atomic<Clock::rep> replay_start{0};  // Clock ticks since its epoch
   std::vector<FakeDevice> devices;
 };
 
@@ -123,6 +130,11 @@ nvmlReturn_t load_state() {
     }
   }
   state->start = Clock::now();
+  state->replay_start = state->start.time_since_epoch().count();
+  if (const char* v = env("EPOCHCAST_FAKE_NVML_START_FILE")) {
+    state->start_file = v;
+    state->replaying = false;
+  }
   g_state = state.release();
   return nv::kSuccess;
 }
@@ -131,10 +143,22 @@ double elapsed_s() {
   return std::chrono::duration<double>(Clock::now() - g_state->start).count();
 }
 
+// Wall seconds since the replay started (0 while it waits for its start file).
+double replay_elapsed_s() {
+  if (!g_state->replaying) {
+    if (::access(g_state->start_file.c_str(), F_OK) != 0) return 0;
+    Clock::rep expected = g_state->start.time_since_epoch().count();
+    g_state->replay_start.compare_exchange_strong(expected, Clock::now().time_since_epoch().count());
+    g_state->replaying = true;
+  }
+  const Clock::time_point begin{Clock::duration(g_state->replay_start.load())};
+  return std::chrono::duration<double>(Clock::now() - begin).count();
+}
+
 // Index of the trace sample current at this wall-clock instant.
 std::size_t current_sample() {
   const auto& t = g_state->trace.time_s;
-  double at = elapsed_s() * g_state->speed;
+  double at = replay_elapsed_s() * g_state->speed;
   if (g_state->loop) {
     const double span = t.back() + std::max(g_state->trace.median_interval_s(), 1e-3);
     at = std::fmod(at, span);

@@ -4,6 +4,9 @@
 #include <httplib.h>
 
 #include <cmath>
+#include <cstdio>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "collect_process.hpp"
@@ -39,12 +42,15 @@ TEST(CollectCli, ReplayedH200TraceGivesTheSamePeriodAndTheSameSamples) {
   const auto r = run_cli({"collect", "-o", out, "--interval-ms", "20", "--duration", "6.2"},
                          fake_nvml_env(kResnet, "5"), dir.path());
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("310 ticks, 310 rows, 0 missed ticks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("310 ticks, 0 missed (0 gaps)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; 310 rows,"), std::string::npos) << r.err;
 
   const Trace original = read_trace(kResnet);
   const Trace collected = read_trace(out);
   ASSERT_EQ(collected.size(), 310u);
+  EXPECT_EQ(collected.diagnostics.repeated_timestamps, 0u);
   EXPECT_EQ(collected.format, "canonical");
+  EXPECT_NE(testing::read_file(out).find("\n# sampler: 310 ticks, 0 missed (0 gaps)"), std::string::npos);
   EXPECT_EQ(collected.gpu.name, "NVIDIA H200");
 
   // Sample by sample: each collected value is the original's at that replay instant (one
@@ -179,10 +185,11 @@ TEST(CollectCli, SeveralGpusInterleaveAndReadBackPerGpu) {
 
 TEST(CollectCli, ListenServesDcgmExporterMetrics) {
   TempDir dir("collect-listen");
-  const int port = testing::free_port();
-  Process p({EPOCHCAST_CLI, "collect", "--listen", "127.0.0.1:" + std::to_string(port), "--interval-ms", "50",
-             "--duration", "3"},
+  // Port 0: the collector binds a free port itself and says which (no bind-close-reuse race).
+  Process p({EPOCHCAST_CLI, "collect", "--listen", "127.0.0.1:0", "--interval-ms", "50", "--duration", "3"},
             fake_nvml_env(kResnet, "0.000001"), dir.path());
+  const int port = p.serving_port();
+  ASSERT_GT(port, 0) << p.err();
   httplib::Client client("127.0.0.1", port);
   httplib::Result res{nullptr, httplib::Error::Unknown};
   for (int i = 0; i < 100 && !(res = client.Get("/metrics")); ++i)
@@ -193,6 +200,94 @@ TEST(CollectCli, ListenServesDcgmExporterMetrics) {
   EXPECT_NE(res->body.find("DCGM_FI_DEV_SM_CLOCK{"), std::string::npos);
   EXPECT_NE(res->body.find("} 1980\n"), std::string::npos);
   EXPECT_EQ(p.wait(), 0) << p.err();
+}
+
+TEST(CollectCli, GpuListedTwiceIsRefused) {
+  TempDir dir("collect-gpu-twice");
+  EnvVars env = fake_nvml_env(kResnet, "10");
+  env["EPOCHCAST_FAKE_NVML_GPUS"] = "2";
+  const std::string out = (dir / "t.csv").string();
+  const auto r = run_cli({"collect", "-o", out, "--gpu", "0,1,0", "--duration", "0.5"}, env, dir.path());
+  EXPECT_EQ(r.status, exit_status(ErrorCode::kInvalidArgument)) << r.err;
+  EXPECT_NE(r.err.find("--gpu: GPU list '0,1,0': GPU 0 is listed twice"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "refused before the trace file was created";
+}
+
+// Seconds from the trace's first line to the end of the last epoch, from the truth file.
+double training_end_offset_s(const std::string& truth_path) {
+  const auto truth = nlohmann::json::parse(testing::read_file(truth_path));
+  auto clock_s = [](const std::string& stamp) {  // "2026/11/30 15:23:05.607": time of day
+    const auto space = stamp.find(' ');
+    return std::stod(stamp.substr(space + 1, 2)) * 3600 + std::stod(stamp.substr(space + 4, 2)) * 60 +
+           std::stod(stamp.substr(space + 7));
+  };
+  return clock_s(truth["epochs"].back()["end_stamp"].get<std::string>()) - clock_s(truth["log_start"].get<std::string>());
+}
+
+TEST(CollectCli, StatusShowsThePeriodBeforeTrainingEnds) {
+  // vgg16 on the H200: 4 epochs of 4.23 s. Replayed at 3x, one epoch is 1.41 s of wall time;
+  // --status prints the live line once a second even though stderr is a file here.
+  constexpr double kSpeed = 3;
+  const std::string trace = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32.smi.csv";
+  const std::string truth_path = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32.truth.json";
+  const auto truth = nlohmann::json::parse(testing::read_file(truth_path));
+  double truth_period = 0;
+  for (const auto& e : truth["epochs"]) truth_period += e["seconds"].get<double>();
+  truth_period /= static_cast<double>(truth["epochs"].size());
+  const double training_end_wall_s = training_end_offset_s(truth_path) / kSpeed;
+
+  TempDir dir("collect-status");
+  const auto r = run_cli({"collect", "-o", (dir / "t.csv").string(), "--interval-ms", "25", "--duration", "10.5",
+                          "--status"},
+                         fake_nvml_env(trace, "3"), dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "not a terminal: plain lines";
+  // "8 s  320 samples  GPU 100 %  643 W  epochs 3, period 1.41 s (confidence 0.93)"
+  std::istringstream lines(r.err);
+  int status_lines = 0;
+  std::optional<double> first_period_at, first_period;
+  for (std::string line; std::getline(lines, line);) {
+    double elapsed = 0;
+    if (std::sscanf(line.c_str(), "%lf s  ", &elapsed) != 1 || line.find(" samples") == std::string::npos) continue;
+    ++status_lines;
+    const auto at = line.find(", period ");
+    if (at == std::string::npos || first_period) continue;
+    first_period_at = elapsed;
+    first_period = std::stod(line.substr(at + 9));
+  }
+  EXPECT_GE(status_lines, 8) << r.err;
+  ASSERT_TRUE(first_period.has_value()) << "no period shown:\n" << r.err;
+  // Shown while the last epoch was still running (the line's second is rounded: +0.5 s).
+  EXPECT_LT(*first_period_at + 0.5, training_end_wall_s) << r.err;
+  EXPECT_NEAR(*first_period * kSpeed, truth_period, 0.04 * truth_period) << r.err;
+}
+
+TEST(CollectCli, StoppedProcessLeavesOneRecordedGapNotABurst) {
+  // SIGSTOP for 1.5 s (a debugger, a suspended laptop): on SIGCONT the collector must not
+  // fire 150 catch-up reads; the skipped deadlines are one gap, said in the trace.
+  TempDir dir("collect-stop");
+  const std::string out = (dir / "t.csv").string();
+  Process p({EPOCHCAST_CLI, "collect", "-o", out, "--interval-ms", "10"}, fake_nvml_env(kResnet, "10"), dir.path());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  p.signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  p.signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  p.signal(SIGTERM);
+  ASSERT_EQ(p.wait(), 0) << p.err();
+  const std::string text = testing::read_file(out);
+  EXPECT_NE(text.find("\n# gap: sampling woke "), std::string::npos) << p.err();
+  EXPECT_NE(p.err().find("gap: sampling woke "), std::string::npos) << p.err();
+  const Trace t = read_trace(out);
+  std::size_t close_pairs = 0, long_gaps = 0;
+  for (std::size_t i = 1; i < t.size(); ++i) {
+    const double d = t.time_s[i] - t.time_s[i - 1];
+    close_pairs += d < 0.005;
+    long_gaps += d > 1.0;
+  }
+  EXPECT_EQ(long_gaps, 1u);
+  EXPECT_LE(close_pairs, 5u) << "a burst of catch-up reads after the stop";
+  EXPECT_EQ(t.diagnostics.repeated_timestamps, 0u);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -58,7 +59,9 @@ class TempDir {
   fs::path path_;
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picks it).
+// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picks it). Racy if something
+// is to listen on it later; only for "nothing listens there" checks. Servers under test bind
+// port 0 themselves and say which port they got (listen_port_in).
 inline int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -70,6 +73,24 @@ inline int free_port() {
     throw std::runtime_error("cannot find a free port");
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+// Waits until `file` (a child's stderr or log) holds `marker` followed by a port number and
+// returns it; -1 after timeout_s. E.g. "http://127.0.0.1:" in `collect --listen 127.0.0.1:0`.
+inline int listen_port_in(const fs::path& file, const std::string& marker, double timeout_s = 30) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = read_file(file);
+    if (const auto at = text.find(marker); at != std::string::npos) {
+      std::size_t end = at + marker.size();
+      int port = 0;
+      while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])))
+        port = port * 10 + (text[end++] - '0');
+      if (end > at + marker.size() && end < text.size()) return port;  // the whole number is there
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
 }
 
 using EnvVars = std::map<std::string, std::string>;
@@ -146,6 +167,11 @@ class Process {
   }
   [[nodiscard]] std::string out() const { return read_file(out_path_); }
   [[nodiscard]] std::string err() const { return read_file(err_path_); }
+  [[nodiscard]] const fs::path& err_path() const { return err_path_; }
+  // The port a `collect --listen HOST:0` child reports it is serving on; -1 if it never says.
+  [[nodiscard]] int serving_port(double timeout_s = 30) const {
+    return listen_port_in(err_path_, "serving http://127.0.0.1:", timeout_s);
+  }
 
  private:
   static int& counter() {

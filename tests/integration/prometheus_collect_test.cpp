@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "collect_process.hpp"
@@ -32,14 +33,26 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
     GTEST_SKIP() << testing::prometheus_binary() << " is not installed (Debian package prometheus; .ci/run installs it)";
   constexpr double kSpeed = 2;  // 30 s of trace in 15 s; scraped every 100 ms = 0.2 s of trace
   TempDir dir("prometheus-collect");
-  const int collector_port = testing::free_port();
-  PrometheusServer prometheus(dir, {"127.0.0.1:" + std::to_string(collector_port)}, "100ms");
+  PrometheusServer prometheus(dir, {}, "100ms");
   ASSERT_TRUE(prometheus.wait_ready()) << prometheus.log();
 
+  // The collector binds a port of its own choosing and says which; Prometheus is then told
+  // (its discovery applies new targets on a 5 s tick). The replay waits for the first scrape.
+  const std::string go = (dir / "go").string();
+  auto env = fake_nvml_env(kResnet, "2");
+  env["EPOCHCAST_FAKE_NVML_START_FILE"] = go;
+  Process collector({EPOCHCAST_CLI, "collect", "--listen", "127.0.0.1:0", "--interval-ms", "50", "-o",
+                     (dir / "collected.csv").string()},
+                    env, dir.path());
+  const int collector_port = collector.serving_port();
+  ASSERT_GT(collector_port, 0) << collector.err();
+  prometheus.set_targets({"127.0.0.1:" + std::to_string(collector_port)});
+  ASSERT_TRUE(prometheus.wait_target_up(60)) << prometheus.log();
+
   const double started = unix_now();
-  Process collector({EPOCHCAST_CLI, "collect", "--listen", "127.0.0.1:" + std::to_string(collector_port),
-                     "--interval-ms", "50", "--duration", "15.5", "-o", (dir / "collected.csv").string()},
-                    fake_nvml_env(kResnet, "2"), dir.path());
+  std::ofstream(go).put('\n');
+  std::this_thread::sleep_for(std::chrono::milliseconds(15500));
+  collector.signal(SIGTERM);
   ASSERT_EQ(collector.wait(60), 0) << collector.err();
   const double ended = unix_now();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the last scrape lands

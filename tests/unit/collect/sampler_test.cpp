@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -22,21 +23,51 @@ double at(const MetricValues& v, Metric m) { return v[static_cast<std::size_t>(m
 struct Recorded {
   std::vector<std::uint64_t> sequence;
   std::vector<double> elapsed_s;
+  std::vector<double> unix_s;
+  std::vector<double> lateness_s;
   std::vector<std::vector<GpuSample>> samples;
   std::vector<std::string> messages;
 };
 
-Recorded run(Sampler& sampler) {
+// `slow_tick(sequence)`: how long the consumer dawdles on that tick (a slow disk, a stall).
+Recorded run(Sampler& sampler, std::function<std::chrono::milliseconds(std::uint64_t)> slow_tick = {}) {
   Recorded r;
   SamplerHooks hooks;
   hooks.on_tick = [&](const Tick& t) {
     r.sequence.push_back(t.sequence);
     r.elapsed_s.push_back(t.elapsed_s);
+    r.unix_s.push_back(t.unix_s);
+    r.lateness_s.push_back(t.lateness_s);
     r.samples.emplace_back(t.gpus.begin(), t.gpus.end());
+    if (slow_tick) std::this_thread::sleep_for(slow_tick(t.sequence));
   };
   hooks.on_message = [&](const std::string& m) { r.messages.push_back(m); };
   sampler.run(hooks);
   return r;
+}
+
+// Every deadline 0..expected-1 sampled exactly once, except the recorded gaps: the sequence
+// rises by one, and where it jumps the jump is a gap of exactly that many ticks.
+void expect_complete_sequence(const Recorded& r, const SamplerStats& stats, std::uint64_t expected) {
+  ASSERT_EQ(r.sequence.size(), stats.ticks);
+  ASSERT_FALSE(r.sequence.empty());
+  EXPECT_EQ(r.sequence.front(), 0u);
+  std::size_t gap = 0;
+  std::uint64_t skipped = 0;
+  for (std::size_t i = 1; i < r.sequence.size(); ++i) {
+    const std::uint64_t step = r.sequence[i] - r.sequence[i - 1];
+    if (step == 1) continue;
+    ASSERT_GT(r.sequence[i], r.sequence[i - 1]) << "tick " << i << " went back or repeated";
+    ASSERT_LT(gap, stats.gaps.size()) << "unrecorded hole before sequence " << r.sequence[i];
+    EXPECT_EQ(stats.gaps[gap].first_sequence, r.sequence[i - 1] + 1);
+    EXPECT_EQ(stats.gaps[gap].ticks, step - 1);
+    skipped += step - 1;
+    ++gap;
+  }
+  EXPECT_EQ(gap, stats.gaps.size());
+  EXPECT_EQ(skipped, stats.missed_ticks);
+  EXPECT_EQ(stats.ticks + stats.missed_ticks, expected);
+  EXPECT_EQ(stats.lateness.count(), stats.ticks);
 }
 
 TEST(Sampler, SamplesEveryDeadlineOnceAndFollowsTheReplay) {
@@ -55,9 +86,7 @@ TEST(Sampler, SamplesEveryDeadlineOnceAndFollowsTheReplay) {
 
   const Recorded r = run(sampler);
   const SamplerStats& stats = sampler.stats();
-  EXPECT_EQ(stats.ticks + stats.missed_ticks, 100u);  // 1 s at 10 ms: deadlines 0..99
-  ASSERT_EQ(r.sequence.size(), stats.ticks);
-  for (std::size_t i = 1; i < r.sequence.size(); ++i) EXPECT_GT(r.sequence[i], r.sequence[i - 1]);
+  expect_complete_sequence(r, stats, 100);  // 1 s at 10 ms: deadlines 0..99
   EXPECT_EQ(r.sequence.back() + 1, 100u);
   // Each sample's power is one the trace had around that instant of the replay.
   const auto& t = trace.time_s;
@@ -134,18 +163,115 @@ TEST(Sampler, GpuSelectionAndUnknownIndex) {
   }
 }
 
-TEST(Sampler, SlowCallsSkipDeadlinesInsteadOfSamplingTwice) {
-  // 11 calls per tick at 3 ms each take ~33 ms: a 10 ms schedule must skip deadlines.
+TEST(Sampler, SlowDriverCallsAreSampledLateNeverSkippedOrDoubled) {
+  // 11 calls per tick at 3 ms each take ~33 ms: a 10 ms schedule falls further behind every
+  // tick, yet each deadline gets its one read, late, with its lateness counted.
   FakeNvmlEnv env({{"EPOCHCAST_FAKE_NVML_SLOW_MS", "3"}});
   Nvml nvml;
-  Sampler sampler(nvml, {.interval = std::chrono::milliseconds(10), .duration_s = 0.5});
+  Sampler sampler(nvml, {.interval = std::chrono::milliseconds(10), .duration_s = 0.3,
+                         .max_behind = std::chrono::milliseconds(10'000)});
   const Recorded r = run(sampler);
   const SamplerStats& stats = sampler.stats();
-  EXPECT_GT(stats.missed_ticks, 0u);
-  EXPECT_LT(stats.ticks, 50u);
-  for (std::size_t i = 1; i < r.sequence.size(); ++i) EXPECT_GT(r.sequence[i], r.sequence[i - 1]);
-  std::set<std::uint64_t> unique(r.sequence.begin(), r.sequence.end());
-  EXPECT_EQ(unique.size(), r.sequence.size()) << "a deadline was sampled twice";
+  expect_complete_sequence(r, stats, 30);
+  EXPECT_EQ(stats.missed_ticks, 0u);
+  EXPECT_GE(stats.late_ticks, 20u);
+  EXPECT_GE(stats.lateness.max_s(), 0.3) << "29 ticks of 33 ms against 10 ms deadlines";
+  EXPECT_NEAR(stats.lateness.max_s(), *std::max_element(r.lateness_s.begin(), r.lateness_s.end()), 1e-9);
+  for (std::size_t i = 1; i < r.unix_s.size(); ++i) EXPECT_GT(r.unix_s[i], r.unix_s[i - 1]);
+}
+
+TEST(Sampler, LateTicksAreCaughtUpOneReadEachWithDistinctTimes) {
+  // The consumer stalls 45 ms on tick 10: deadlines 11..14 pass meanwhile. They are read
+  // afterwards, in order, at least interval/4 apart (distinct millisecond timestamps).
+  FakeNvmlEnv env({});
+  Nvml nvml;
+  Sampler sampler(nvml, {.interval = std::chrono::milliseconds(10), .duration_s = 0.6});
+  const Recorded r = run(sampler, [](std::uint64_t seq) { return std::chrono::milliseconds(seq == 10 ? 45 : 0); });
+  const SamplerStats& stats = sampler.stats();
+  expect_complete_sequence(r, stats, 60);
+  EXPECT_TRUE(stats.gaps.empty());
+  EXPECT_GE(stats.late_ticks, 3u);
+  EXPECT_GE(stats.lateness.max_s(), 0.030);
+  ASSERT_GT(r.lateness_s.size(), 11u);
+  EXPECT_GE(r.lateness_s[11], 0.030) << "tick 11 was due during the stall";
+  for (std::size_t i = 1; i < r.unix_s.size(); ++i)
+    EXPECT_GE(r.unix_s[i] - r.unix_s[i - 1], 0.002) << "ticks " << r.sequence[i - 1] << " and " << r.sequence[i];
+  EXPECT_NE(describe_schedule(stats).find("60 ticks, 0 missed (0 gaps)"), std::string::npos)
+      << describe_schedule(stats);
+}
+
+TEST(Sampler, LongStallIsOneRecordedGapNotABurst) {
+  // 1.3 s stuck on tick 5 (a SIGSTOP, a suspended laptop): beyond max_behind (1 s) the ~130
+  // deadlines in between are one gap, said once, and sampling goes on from the latest one.
+  FakeNvmlEnv env({});
+  Nvml nvml;
+  Sampler sampler(nvml, {.interval = std::chrono::milliseconds(10), .duration_s = 2.0});
+  const Recorded r = run(sampler, [](std::uint64_t seq) { return std::chrono::milliseconds(seq == 5 ? 1300 : 0); });
+  const SamplerStats& stats = sampler.stats();
+  expect_complete_sequence(r, stats, 200);
+  ASSERT_GE(stats.gaps.size(), 1u);
+  const SamplerGap& gap = stats.gaps.front();
+  EXPECT_EQ(gap.first_sequence, 6u);
+  EXPECT_GE(gap.ticks, 100u);
+  EXPECT_LE(gap.ticks, 200u);
+  EXPECT_GE(gap.behind_s, 1.0);
+  const auto gap_lines = std::count_if(r.messages.begin(), r.messages.end(),
+                                       [](const std::string& m) { return m.starts_with("gap: "); });
+  EXPECT_EQ(gap_lines, static_cast<long>(stats.gaps.size()));
+  // The tick after the gap is the latest due deadline: read less than an interval late.
+  const auto after = std::find(r.sequence.begin(), r.sequence.end(), gap.first_sequence + gap.ticks);
+  ASSERT_NE(after, r.sequence.end());
+  EXPECT_LT(r.lateness_s[static_cast<std::size_t>(after - r.sequence.begin())], 0.010 + 0.005);
+}
+
+TEST(Sampler, GpuListedTwiceIsRefused) {
+  FakeNvmlEnv env({{"EPOCHCAST_FAKE_NVML_GPUS", "2"}});
+  Nvml nvml;
+  try {
+    Sampler twice(nvml, {.gpus = {0, 1, 0}});
+    FAIL() << "GPU 0 twice would write every row twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("GPU 0 is selected twice"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ParseGpuList, AllSingleListAndErrors) {
+  EXPECT_TRUE(parse_gpu_list("all").empty());
+  EXPECT_EQ(parse_gpu_list("3"), (std::vector<unsigned>{3}));
+  EXPECT_EQ(parse_gpu_list("0,2,1"), (std::vector<unsigned>{0, 2, 1}));
+  for (const char* bad : {"", "0,0", "1,2,1", "a", "1,", ",1", "-1", "1.5", "0 ,1", "99999999999"}) {
+    try {
+      (void)parse_gpu_list(bad);
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    (void)parse_gpu_list("0,0");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU 0 is listed twice"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LatenessHistogram, QuantilesWithinTheBucketPrecision) {
+  LatenessHistogram h;
+  EXPECT_EQ(h.quantile(0.5), 0.0);
+  EXPECT_EQ(h.max_s(), 0.0);
+  for (int us = 1; us <= 10000; ++us) h.add(us * 1e-6);  // 1 µs .. 10 ms, uniform
+  EXPECT_EQ(h.count(), 10000u);
+  EXPECT_NEAR(h.quantile(0.5), 5000e-6, 0.02 * 5000e-6);
+  EXPECT_NEAR(h.quantile(0.99), 9900e-6, 0.02 * 9900e-6);
+  EXPECT_DOUBLE_EQ(h.max_s(), 0.01);
+  EXPECT_DOUBLE_EQ(h.quantile(1.0), 0.01);
+  EXPECT_NEAR(h.mean_s(), 5000.5e-6, 1e-9);
+  h.add(-1);          // read a hair before the deadline: on time
+  h.add(86400 * 90);  // beyond the last octave: capped, still counted, max exact
+  EXPECT_EQ(h.count(), 10002u);
+  EXPECT_EQ(h.max_s(), 86400.0 * 90);
+  EXPECT_NEAR(h.quantile(0.5), 5000e-6, 0.02 * 5000e-6);
 }
 
 TEST(Sampler, PcieThroughputComesFromItsOwnThread) {

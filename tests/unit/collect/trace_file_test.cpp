@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +75,55 @@ TEST(TraceFileWriter, RowsReachTheFileWithinTheFlushInterval) {
   EXPECT_EQ(t.size(), 2u);
   EXPECT_FALSE(t.diagnostics.truncated_last_line);
   writer.close();
+}
+
+TEST(TraceFileWriter, BackgroundFlushWritesWithinTheIntervalWithoutFurtherAppends) {
+  const fs::path path = temp_file("background.csv");
+  TraceFileWriter writer(path, {Metric::kGpuUtil, Metric::kPower}, kGpu, std::chrono::milliseconds(50));
+  writer.flush_in_background();
+  const auto header_bytes = fs::file_size(path);
+  for (int i = 0; i < 5; ++i) writer.append(1764515000.0 + i * 0.01, kGpu, values(i, 2));
+  EXPECT_EQ(fs::file_size(path), header_bytes) << "append() itself never writes in background mode";
+  // The flusher thread, not a later append, brings them to the file.
+  for (int i = 0; i < 100 && fs::file_size(path) == header_bytes; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(read_trace(path.string()).size(), 5u);
+  EXPECT_GE(writer.flushes(), 2u);
+  writer.comment("end");
+  writer.append(1764515000.1, kGpu, values(9, 9));
+  writer.close();
+  EXPECT_EQ(read_trace(path.string()).size(), 6u);
+  EXPECT_NE(slurp(path).find("# end\n"), std::string::npos);
+}
+
+TEST(TraceFileWriter, BackgroundWriteErrorIsRethrownByTheNextAppend) {
+  // A pipe whose reader went away: the header fits in the pipe buffer, the flusher's later
+  // write fails (EPIPE), and the caller hears of it at its next append.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const auto old = std::signal(SIGPIPE, SIG_IGN);
+  const std::string path = "/proc/self/fd/" + std::to_string(fds[1]);
+  {
+    TraceFileWriter writer(path, {Metric::kGpuUtil}, kGpu, std::chrono::milliseconds(20));
+    writer.flush_in_background();
+    ::close(fds[0]);
+    bool thrown = false;
+    for (int i = 0; i < 300 && !thrown; ++i) {
+      try {
+        writer.append(1764515000.0 + i * 0.01, kGpu, values(i, 1));
+      } catch (const Error& e) {
+        thrown = true;
+        EXPECT_EQ(e.code(), ErrorCode::kIo);
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not written"), std::string::npos) << e.what();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_TRUE(thrown) << "the background write error was lost";
+    EXPECT_THROW(writer.close(), Error);
+  }
+  ::close(fds[1]);
+  std::signal(SIGPIPE, old);
 }
 
 TEST(TraceFileWriter, DiskFullIsAClearIoError) {

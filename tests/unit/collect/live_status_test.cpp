@@ -1,0 +1,136 @@
+#include "epochcast/collect/live_status.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <fmt/format.h>
+#include <sstream>
+#include <thread>
+
+#include "epochcast/epoch/synthetic.hpp"
+
+namespace epochcast {
+namespace {
+
+// Feeds a trace's samples to `status` as ticks of GPU slot 0 (times from the trace, not the clock).
+void feed(LiveStatus& status, const Trace& trace, std::size_t from, std::size_t to) {
+  for (std::size_t i = from; i < to; ++i) {
+    GpuSample g{0, empty_metric_values()};
+    for (const Channel& c : trace.channels) g.values[static_cast<std::size_t>(c.metric)] = c.values[i];
+    const Tick tick{i, trace.start_unix_s + trace.time_s[i], trace.time_s[i], 0.0, std::span(&g, 1)};
+    status.add(tick);
+  }
+}
+
+std::vector<Metric> metrics_of(const Trace& t) {
+  std::vector<Metric> out;
+  for (const Channel& c : t.channels) out.push_back(c.metric);
+  return out;
+}
+
+TEST(FormatStatus, FoundCandidateAndNothing) {
+  StatusSnapshot s;
+  s.elapsed_s = 12.4;
+  s.samples = 480;
+  s.util_pct = 99.2;
+  s.power_w = 640.4;
+  EXPECT_EQ(format_status(s), "12 s  480 samples  GPU 99 %  640 W  period: —");
+  s.detection.candidate_period_s = 4.234;
+  s.detection.confidence = 0.31;
+  EXPECT_EQ(format_status(s), "12 s  480 samples  GPU 99 %  640 W  period ~4.23 s? (confidence 0.31)");
+  s.detection.found = true;
+  s.detection.period_s = 1.0512;
+  s.detection.confidence = 0.914;
+  s.detection.epochs.resize(3);
+  EXPECT_EQ(format_status(s), "12 s  480 samples  GPU 99 %  640 W  epochs 3, period 1.05 s (confidence 0.91)");
+  s.util_pct = NAN;
+  s.power_w = NAN;
+  EXPECT_EQ(format_status(s), "12 s  480 samples  epochs 3, period 1.05 s (confidence 0.91)");
+}
+
+TEST(LiveStatus, FindsThePeriodFromEveryChannelBeforeTheRunEnds) {
+  SyntheticSpec spec;
+  spec.period_s = 4.0;
+  spec.epochs = 8;
+  const SyntheticTrace synth = make_synthetic_trace(spec, 7);
+  const Trace& t = synth.trace;
+  std::ostringstream out;
+  LiveStatus status(metrics_of(t), out, {.style = StatusStyle::kLines, .refresh = std::chrono::milliseconds(5)});
+  // Up to the end of the 5th epoch: the estimate must be there before the run is over.
+  const double cut_s = synth.truth.epochs[4].end_s;
+  std::size_t cut = 0;
+  while (cut < t.size() && t.time_s[cut] < cut_s) ++cut;
+  for (std::size_t from = 0; from < cut; from += 50) {
+    feed(status, t, from, std::min(cut, from + 50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));  // let the status thread refresh
+  }
+  status.finish();
+  const StatusSnapshot last = status.last();
+  EXPECT_EQ(last.samples, cut);
+  ASSERT_TRUE(last.detection.found) << last.detection.reason;
+  EXPECT_NEAR(last.detection.period_s, synth.truth.period_s, 0.03 * synth.truth.period_s);
+  EXPECT_GE(last.detection.epochs.size(), 3u);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("period: —"), std::string::npos) << "the early lines had no estimate yet";
+  EXPECT_NE(text.find(fmt::format("period {:.3g} s", last.detection.period_s)), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << "line style: no terminal control characters";
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(LiveStatus, LongRunsAreAveragedDownToABoundedSeries) {
+  SyntheticSpec spec;
+  spec.interval_s = 0.01;  // 100 Hz
+  spec.period_s = 2.5;
+  spec.epochs = 8;
+  spec.idle_head_s = 2;
+  const SyntheticTrace synth = make_synthetic_trace(spec, 3);
+  const Trace& t = synth.trace;
+  ASSERT_GT(t.size(), 2000u);
+  std::ostringstream out;
+  LiveStatus status(metrics_of(t), out,
+                    {.style = StatusStyle::kLines, .refresh = std::chrono::milliseconds(5), .max_detector_samples = 512});
+  for (std::size_t from = 0; from < t.size(); from += 200) {
+    feed(status, t, from, std::min(t.size(), from + 200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  status.finish();
+  EXPECT_LT(status.detector_samples(), 512u);
+  EXPECT_GE(status.ticks_per_sample(), t.size() / 512);
+  const StatusSnapshot last = status.last();
+  EXPECT_EQ(last.samples, t.size());
+  ASSERT_TRUE(last.detection.found) << last.detection.reason;
+  EXPECT_NEAR(last.detection.period_s, synth.truth.period_s, 0.03 * synth.truth.period_s);
+}
+
+TEST(LiveStatus, TerminalStyleRewritesOneLineAndClearsItForMessages) {
+  std::ostringstream out;
+  LiveStatus status({Metric::kGpuUtil, Metric::kPower}, out,
+                    {.style = StatusStyle::kTerminal, .refresh = std::chrono::milliseconds(5)});
+  GpuSample g{0, empty_metric_values()};
+  g.values[static_cast<std::size_t>(Metric::kGpuUtil)] = 97;
+  g.values[static_cast<std::size_t>(Metric::kPower)] = 512;
+  status.add(Tick{0, 1.8e9, 0.5, 0.0, std::span(&g, 1)});
+  for (int i = 0; i < 200 && out.str().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  status.message("GPU 0: something worth a line");
+  status.finish();
+  const std::string text = out.str();
+  EXPECT_EQ(text.rfind("\r\x1b[K", 0), 0u) << text;
+  EXPECT_NE(text.find("1 samples  GPU 97 %  512 W  period: —"), std::string::npos) << text;
+  EXPECT_NE(text.find("\r\x1b[Kepochcast collect: GPU 0: something worth a line\n"), std::string::npos) << text;
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(LiveStatus, OnlyTheFirstGpuIsFollowed) {
+  std::ostringstream out;
+  LiveStatus status({Metric::kGpuUtil}, out, {.style = StatusStyle::kLines, .refresh = std::chrono::milliseconds(5)});
+  std::array<GpuSample, 2> two{GpuSample{1, empty_metric_values()}, GpuSample{0, empty_metric_values()}};
+  two[0].values[static_cast<std::size_t>(Metric::kGpuUtil)] = 10;
+  two[1].values[static_cast<std::size_t>(Metric::kGpuUtil)] = 90;
+  for (std::uint64_t i = 0; i < 5; ++i) status.add(Tick{i, 1.8e9 + i * 0.1, i * 0.1, 0.0, two});
+  status.finish();
+  EXPECT_EQ(status.last().samples, 5u);
+  EXPECT_EQ(status.last().util_pct, 10);
+}
+
+}  // namespace
+}  // namespace epochcast
