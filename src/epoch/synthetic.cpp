@@ -65,7 +65,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
   for (int k = 0; k < spec.epochs; ++k) {
     const double d = spec.period_s * std::max(0.5, 1.0 + spec.period_jitter * gauss(rng));
     tl.epochs.push_back({t, t + d});
-    if (spec.event_depth > 0) {
+    if (spec.event_depth != 0) {
       const double ev = std::max(spec.event_duty * d, 0.0);
       if (spec.event_at_start) tl.events.push_back({t, t + ev});
       else tl.events.push_back({t + d - ev, t + d});
@@ -73,6 +73,15 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
     t += d;
   }
   tl.train_end = t;
+  if (spec.bump_rate_per_s > 0 && spec.event_depth != 0) {
+    // Poisson arrivals over the training span; each as long as a boundary event.
+    const double len = spec.event_duty * spec.period_s;
+    for (double b = tl.train_start - std::log(1 - unit(rng) + 1e-12) / spec.bump_rate_per_s; b + len < tl.train_end;
+         b -= std::log(1 - unit(rng) + 1e-12) / spec.bump_rate_per_s)
+      tl.events.push_back({b, b + len});
+    std::sort(tl.events.begin(), tl.events.end(),
+              [](const EpochSpan& x, const EpochSpan& y) { return x.start_s < y.start_s; });
+  }
   const double end_s = t + spec.idle_tail_s;
 
   // Sampling times with jitter; dropped rows make gaps.
@@ -125,7 +134,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
     ch[m]->reserve(tr.time_s.size());
   }
   const double busy = spec.busy_util_pct;
-  const double depth = std::clamp(spec.event_depth, 0.0, 1.0);
+  const double depth = std::clamp(spec.event_depth, -1.0, 1.0);
   const double iter_phase = 2 * std::numbers::pi * unit(rng);
   const double power_tau_s = 0.4;
   double power_state = 120;
@@ -145,7 +154,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
       switch (ph) {
         case Phase::kIdle: break;
         case Phase::kWarmupQuiet: h = 5; break;
-        case Phase::kWarmupBurst: u = 40; mu = 10; h = 20; break;
+        case Phase::kWarmupBurst: u = std::min(40.0, busy); mu = 10; h = 20; break;  // not above training
         case Phase::kTrain: u = busy * (1 + iter); mu = 0.5 * busy * (1 + 2 * iter); h = 10; break;
         case Phase::kEvent:
           u = busy * (1 - depth) * (1 + iter);
@@ -184,7 +193,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
     for (std::size_t m = 0; m < v.size(); ++m) ch[m]->push_back(v[m]);
   }
 
-  out.truth.has_signature = spec.event_depth > 0;
+  out.truth.has_signature = spec.event_depth != 0;
   double sum = 0;
   for (const auto& e : tl.epochs) {
     out.truth.epochs.push_back({e.start_s - t_first, e.end_s - t_first});

@@ -17,8 +17,13 @@ struct SyntheticSpec {
   // Boundary signature: a validation/checkpoint pass at the end of each epoch, lasting
   // event_duty * period, during which util drops by event_depth (fraction of busy level),
   // mem util rises, power sags with a lag. event_depth = 0: no signature at all.
+  // A negative depth is a rise instead (a launch-bound run at low utilization: validation keeps
+  // the GPU busier than the starved training loop).
   double event_duty = 0.06;
   double event_depth = 0.3;
+  // Mid-epoch excursions with the boundary event's shape, duration and depth, at random times
+  // (per second of training): host hiccups of a launch-bound run look just like its boundaries.
+  double bump_rate_per_s = 0;
   bool event_at_start = false;    // a loader start-up at epoch start instead (CPU loader)
   double busy_util_pct = 98;      // training-phase utilization
   double noise = 0.02;            // white noise std, relative to each channel's busy range
