@@ -123,11 +123,12 @@ std::vector<Slice> slices() {
   add("10 samples/epoch, 4 epochs (0.5 s)", [](SyntheticSpec& s) { s.interval_s = 0.5; s.period_s = 5.25; s.epochs = 4; });
   add("no signature, 4 epochs at 0.5 s", [](SyntheticSpec& s) { s.interval_s = 0.5; s.period_s = 5.25; s.epochs = 4; s.event_depth = 0; });
   // Launch-bound at low utilization (the lenet5 situation): 14 % busy, 5 epochs of 3.7 s with
-  // 5 % jitter, the validation pass a 0.19 s rise of +35 % (a few util points), 1 % noise;
-  // then the same with mid-epoch bumps of that very shape (one per 4 s on average).
+  // 5 % jitter, the validation pass a 0.19 s rise of +35 % (a few util points), 1 % noise, an
+  // idle set-up (no warm-up bursts); then the same with mid-epoch bumps of that very shape
+  // (one per 4 s on average).
   auto launch_bound = [](SyntheticSpec& s) {
     s.busy_util_pct = 14; s.event_depth = -0.35; s.event_duty = 0.05; s.period_s = 3.7; s.epochs = 5;
-    s.period_jitter = 0.05; s.noise = 0.01;
+    s.period_jitter = 0.05; s.noise = 0.01; s.warmup_s = 0;
   };
   add("launch-bound, +35 % rise at 14 %", launch_bound);
   add("launch-bound + same-size bumps", [&](SyntheticSpec& s) { launch_bound(s); s.bump_rate_per_s = 0.25; });

@@ -154,7 +154,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
       switch (ph) {
         case Phase::kIdle: break;
         case Phase::kWarmupQuiet: h = 5; break;
-        case Phase::kWarmupBurst: u = std::min(40.0, busy); mu = 10; h = 20; break;  // not above training
+        case Phase::kWarmupBurst: u = 40; mu = 10; h = 20; break;
         case Phase::kTrain: u = busy * (1 + iter); mu = 0.5 * busy * (1 + 2 * iter); h = 10; break;
         case Phase::kEvent:
           u = busy * (1 - depth) * (1 + iter);
