@@ -53,6 +53,7 @@ void add_eval_command(CLI::App& app) {
     std::string data, test, catalog, protocol = "lomo";
     std::uint64_t seed = 42;
     bool json = false, progress = false, lenient = false, memory_features = false;
+    bool no_prior = false, no_gpu_folds = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("eval", "Cross-validate the stacked model (MAPE per learner and target GPU)");
@@ -66,6 +67,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "random seed");
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
+  cmd->add_flag("--no-prior", opt->no_prior,
+                "learners fit log(target/source) itself, not the correction to the Amdahl prior");
+  cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
+                "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print one JSON object");
   cmd->callback([opt] {
@@ -76,6 +81,8 @@ void add_eval_command(CLI::App& app) {
     FitOptions fopt;
     fopt.seed = opt->seed;
     fopt.include_memory_features = opt->memory_features;
+    fopt.residual_over_prior = !opt->no_prior;
+    fopt.meta_gpu_folds = !opt->no_gpu_folds;
     ProgressFn progress;
     if (opt->progress || isatty(STDERR_FILENO))
       progress = [](std::string_view what, std::size_t done, std::size_t total) {

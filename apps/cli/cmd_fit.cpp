@@ -2,7 +2,9 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -32,6 +34,7 @@ void add_fit_command(CLI::App& app) {
     std::string data, catalog, output;
     std::uint64_t seed = 42;
     bool progress = false, json = false, lenient = false, memory_features = false;
+    bool no_prior = false, no_gpu_folds = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("fit", "Fit the stacked model on a dataset and save it");
@@ -42,6 +45,10 @@ void add_fit_command(CLI::App& app) {
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features,
                 "also use memory used/free/total (framework-dependent; off by default)");
+  cmd->add_flag("--no-prior", opt->no_prior,
+                "learners fit log(target/source) itself, not the correction to the Amdahl prior");
+  cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
+                "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->callback([opt] {
@@ -52,6 +59,8 @@ void add_fit_command(CLI::App& app) {
     FitOptions fopt;
     fopt.seed = opt->seed;
     fopt.include_memory_features = opt->memory_features;
+    fopt.residual_over_prior = !opt->no_prior;
+    fopt.meta_gpu_folds = !opt->no_gpu_folds;
     const auto t0 = std::chrono::steady_clock::now();
     const StackedModel model =
         fit_model(ds, catalog, fopt, terminal_progress(opt->progress || isatty(STDERR_FILENO)));
@@ -70,6 +79,7 @@ void add_fit_command(CLI::App& app) {
                                   {"schema_hash", model.schema_hash()},
                                   {"meta_weights", weights},
                                   {"interval_half_width_log", model.interval_half_width_log()},
+                                  {"unseen_gpu_interval_half_width_log", model.unseen_gpu_interval_half_width_log()},
                                   {"source_gpus", model.source_gpus_in_training()}}
                        .dump(2)
                 << "\n";
@@ -81,9 +91,10 @@ void add_fit_command(CLI::App& app) {
     for (const auto& g : model.source_gpus_in_training()) fmt::print("{} ", g);
     fmt::print("\nfit       {:.2f} s, seed {}\nstack     ", seconds, opt->seed);
     for (std::size_t i = 0; i < names.size(); ++i) fmt::print("{}={:.3f} ", names[i], model.meta_weights()[i]);
-    fmt::print("\ninterval  {:.0f} % = prediction x/÷ {:.3f}\nschema    {}\nwrote     {}\n",
-               fopt.interval_level * 100, std::exp(model.interval_half_width_log()), model.schema_hash(),
-               opt->output);
+    fmt::print("\ninterval  {:.0f} % = prediction x/÷ {:.3f} (a GPU not in training: x/÷ {:.3f})\nschema    {}\nwrote     {}\n",
+               fopt.interval_level * 100, std::exp(model.interval_half_width_log()),
+               std::exp(std::max(model.interval_half_width_log(), model.unseen_gpu_interval_half_width_log())),
+               model.schema_hash(), opt->output);
   });
 }
 

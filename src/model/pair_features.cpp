@@ -70,6 +70,13 @@ PairSchema build(bool include_memory) {
   for (const auto& spec : kAmdahlSpecs) s.names.push_back(std::string("amdahl.") + spec.name);
   s.names.push_back("amdahl.fp32_and_bandwidth");
   s.names.push_back("amdahl.memory_split");
+  auto index = [&](std::string_view name) {
+    return static_cast<std::size_t>(std::find(s.names.begin(), s.names.end(), name) - s.names.begin());
+  };
+  s.prior_memory_split = index("amdahl.memory_split");
+  s.prior_fp32_and_bandwidth = index("amdahl.fp32_and_bandwidth");
+  s.ratio_fp32 = index("ratio.log_fp32_tflops");
+  s.ratio_bandwidth = index("ratio.log_memory_bandwidth_gbs");
   return s;
 }
 
@@ -111,6 +118,13 @@ void pair_features(const PairSchema& schema, const FeatureRow& source, double so
   const double other = std::max(0.0, busy - mem_busy);
   out[k++] = std::log(mem_busy / bandwidth + other / compute + (1.0 - mem_busy - other));
   if (k != out.size()) std::abort();  // schema and values must stay in step
+}
+
+double prior_log_ratio(const PairSchema& schema, std::span<const double> x) {
+  if (const double v = x[schema.prior_memory_split]; std::isfinite(v)) return v;
+  if (const double v = x[schema.prior_fp32_and_bandwidth]; std::isfinite(v)) return v;
+  const double all_busy = -0.5 * (x[schema.ratio_fp32] + x[schema.ratio_bandwidth]);
+  return std::isfinite(all_busy) ? all_busy : 0.0;
 }
 
 }  // namespace epochcast

@@ -69,6 +69,8 @@ nlohmann::json options_to_json(const FitOptions& o) {
           {"folds", o.folds},
           {"group_folds_by_model", o.group_folds_by_model},
           {"include_memory_features", o.include_memory_features},
+          {"residual_over_prior", o.residual_over_prior},
+          {"meta_gpu_folds", o.meta_gpu_folds},
           {"interval_level", o.interval_level},
           {"xgb_rounds", o.xgb_rounds},
           {"xgb_max_depth", o.xgb_max_depth},
@@ -86,6 +88,8 @@ FitOptions options_from_json(const nlohmann::json& j) {
   o.folds = j.at("folds").get<int>();
   o.group_folds_by_model = j.at("group_folds_by_model").get<bool>();
   o.include_memory_features = j.at("include_memory_features").get<bool>();
+  o.residual_over_prior = j.at("residual_over_prior").get<bool>();
+  o.meta_gpu_folds = j.at("meta_gpu_folds").get<bool>();
   o.interval_level = j.at("interval_level").get<double>();
   o.xgb_rounds = j.at("xgb_rounds").get<int>();
   o.xgb_max_depth = j.at("xgb_max_depth").get<int>();
@@ -184,10 +188,14 @@ std::vector<std::string> StackedModel::learner_names() const {
 
 void StackedModel::predict_pair_features(std::span<const double> x, std::span<double> per_learner_log,
                                          double& stack_log) const {
-  stack_log = 0;
+  const double prior =
+      options_.residual_over_prior ? prior_log_ratio(pair_schema(options_.include_memory_features), x) : 0.0;
+  stack_log = prior;
   for (std::size_t i = 0; i < learners_.size(); ++i) {
-    per_learner_log[i] = std::clamp(learners_[i]->predict(x), log_ratio_lo_, log_ratio_hi_);
-    stack_log += meta_weights_[i] * per_learner_log[i];
+    // Only the learned correction is clamped; the prior is not bounded by the training range.
+    const double correction = std::clamp(learners_[i]->predict(x), log_ratio_lo_, log_ratio_hi_);
+    per_learner_log[i] = prior + correction;
+    stack_log += meta_weights_[i] * correction;
   }
 }
 
@@ -213,10 +221,14 @@ Prediction StackedModel::predict(const FeatureRow& source_features, double sourc
   double per[16];
   double stack = 0;
   predict_pair_features(x, std::span<double>(per, learners_.size()), stack);
+  // A GPU the model never saw gets the interval calibrated on GPU-held-out folds (when fitted).
+  const bool seen = std::binary_search(source_gpus_.begin(), source_gpus_.end(), source.id) &&
+                    std::binary_search(target_gpus_.begin(), target_gpus_.end(), target.id);
+  const double q = seen ? interval_q_log_ : std::max(interval_q_log_, interval_unseen_q_log_);
   Prediction p;
   p.epoch_s = source_epoch_s * std::exp(stack);
-  p.lo_s = source_epoch_s * std::exp(stack - interval_q_log_);
-  p.hi_s = source_epoch_s * std::exp(stack + interval_q_log_);
+  p.lo_s = source_epoch_s * std::exp(stack - q);
+  p.hi_s = source_epoch_s * std::exp(stack + q);
   p.per_learner.reserve(learners_.size());
   for (std::size_t i = 0; i < learners_.size(); ++i)
     p.per_learner.push_back({learners_[i]->name(), source_epoch_s * std::exp(per[i])});
@@ -249,6 +261,49 @@ RangeCheck StackedModel::check_range(const FeatureRow& f) const {
 
 // ---- fit ----
 
+namespace {
+
+struct FoldSplit {
+  std::vector<std::size_t> train, test;
+};
+
+// Out-of-fold predictions of every learner (clamped to [lo, hi]) on each split's test rows.
+void out_of_fold(const Matrix& x, const std::vector<double>& y, const std::vector<FoldSplit>& splits,
+                 const LearnerConfig& config, std::uint64_t seed, double lo, double hi,
+                 Eigen::MatrixXd& oof, const std::function<void(std::string_view)>& tick) {
+  const std::size_t p = x.cols;
+  for (std::size_t f = 0; f < splits.size(); ++f) {
+    const auto& [train, test] = splits[f];
+    Matrix xt(train.size(), p), xv(test.size(), p);
+    std::vector<double> yt(train.size());
+    for (std::size_t i = 0; i < train.size(); ++i) {
+      std::copy_n(x.row(train[i]).begin(), p, xt.row(i).begin());
+      yt[i] = y[train[i]];
+    }
+    for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, xv.row(i).begin());
+    auto learners = make_learners(config);
+    std::vector<double> out(test.size());
+    for (std::size_t l = 0; l < learners.size(); ++l) {
+      learners[l]->fit(xt, yt, seed + f * 7919 + l);
+      learners[l]->predict_many(xv, out);
+      for (std::size_t i = 0; i < test.size(); ++i)
+        oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = std::clamp(out[i], lo, hi);
+      tick(learners[l]->name());
+    }
+  }
+}
+
+// The level-quantile of absolute residuals, split-conformal style: the ceil(level*(n+1))-th.
+double conformal_quantile(std::vector<double> resid, double level) {
+  if (resid.empty()) return 0;
+  std::sort(resid.begin(), resid.end());
+  const std::size_t n = resid.size();
+  const auto rank = static_cast<std::size_t>(std::ceil(level * static_cast<double>(n + 1)));
+  return resid[std::min(n, std::max<std::size_t>(rank, 1)) - 1];
+}
+
+}  // namespace
+
 StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& pairs,
                                 const GpuCatalog& catalog, const FitOptions& options,
                                 ProgressFn progress) {
@@ -261,8 +316,8 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   const PairSchema& schema = pair_schema(options.include_memory_features);
   const std::size_t n = pairs.size(), p = schema.names.size();
   Matrix x(n, p);
-  std::vector<double> y(n);
-  std::vector<std::string> group(n);
+  std::vector<double> y(n), prior(n, 0.0);
+  std::vector<std::string> group(n), source_gpu(n), target_gpu(n);
   std::set<std::string> sources, targets;
   for (std::size_t i = 0; i < n; ++i) {
     const DatasetRow& s = ds.rows.at(pairs[i].source);
@@ -272,8 +327,11 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     if (!sg || !tg)
       throw Error(ErrorCode::kNotFound, "GPU '" + (sg ? t.gpu_id : s.gpu_id) + "' is not in the catalog");
     pair_features(schema, s.features, s.epoch_s, *sg, *tg, x.row(i));
-    y[i] = std::log(t.epoch_s / s.epoch_s);
+    if (options.residual_over_prior) prior[i] = prior_log_ratio(schema, x.row(i));
+    y[i] = std::log(t.epoch_s / s.epoch_s) - prior[i];  // what the learners fit
     group[i] = options.group_folds_by_model ? s.model : s.workload;
+    source_gpu[i] = s.gpu_id;
+    target_gpu[i] = t.gpu_id;
     sources.insert(s.gpu_id);
     targets.insert(t.gpu_id);
   }
@@ -291,10 +349,25 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   const std::size_t folds = std::min<std::size_t>(static_cast<std::size_t>(std::max(2, options.folds)), names.size());
   std::map<std::string, std::size_t> fold_of;
   for (std::size_t i = 0; i < names.size(); ++i) fold_of[names[i]] = i % folds;
+  std::vector<FoldSplit> group_splits(folds);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t f = 0; f < folds; ++f) (fold_of[group[i]] == f ? group_splits[f].test : group_splits[f].train).push_back(i);
+  // GPU-grouped folds: each target GPU held out of both sides of the training pairs, as logo does.
+  std::vector<FoldSplit> gpu_splits;
+  if (options.meta_gpu_folds && targets.size() >= 3) {
+    for (const std::string& g : targets) {
+      FoldSplit sp;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (target_gpu[i] == g) sp.test.push_back(i);
+        else if (source_gpu[i] != g) sp.train.push_back(i);
+      }
+      if (!sp.train.empty()) gpu_splits.push_back(std::move(sp));
+    }
+  }
 
   const LearnerConfig config = learner_config(options);
   const std::size_t n_learners = make_learners(config).size();
-  const std::size_t total_steps = (folds + 1) * n_learners;
+  const std::size_t total_steps = (group_splits.size() + gpu_splits.size() + 1) * n_learners;
   std::size_t step = 0;
   auto tick = [&](std::string_view what) {
     ++step;
@@ -304,43 +377,52 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   const auto [y_min, y_max] = std::minmax_element(y.begin(), y.end());
   const double span = *y_max - *y_min;
   const double clamp_lo = *y_min - 0.1 * span, clamp_hi = *y_max + 0.1 * span;
-  Eigen::MatrixXd oof(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(n_learners));
-  for (std::size_t f = 0; f < folds; ++f) {
-    std::vector<std::size_t> train, test;
-    for (std::size_t i = 0; i < n; ++i) (fold_of[group[i]] == f ? test : train).push_back(i);
-    Matrix xt(train.size(), p), xv(test.size(), p);
-    std::vector<double> yt(train.size());
-    for (std::size_t i = 0; i < train.size(); ++i) {
-      std::copy_n(x.row(train[i]).begin(), p, xt.row(i).begin());
-      yt[i] = y[train[i]];
-    }
-    for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, xv.row(i).begin());
-    auto learners = make_learners(config);
-    std::vector<double> out(test.size());
-    for (std::size_t l = 0; l < learners.size(); ++l) {
-      learners[l]->fit(xt, yt, options.seed + f * 7919 + l);
-      learners[l]->predict_many(xv, out);
-      for (std::size_t i = 0; i < test.size(); ++i)
-        oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = std::clamp(out[i], clamp_lo, clamp_hi);
-      tick("out-of-fold " + learners[l]->name());
-    }
+  const auto ni = static_cast<Eigen::Index>(n), nl = static_cast<Eigen::Index>(n_learners);
+  Eigen::MatrixXd oof(ni, nl);
+  out_of_fold(x, y, group_splits, config, options.seed, clamp_lo, clamp_hi, oof,
+              [&](std::string_view l) { tick("out-of-fold " + std::string(l)); });
+  Eigen::MatrixXd oof_gpu(ni, nl);
+  std::vector<std::size_t> gpu_rows;  // rows with a GPU-held-out prediction
+  if (!gpu_splits.empty()) {
+    oof_gpu.setZero();
+    out_of_fold(x, y, gpu_splits, config, options.seed + 31, clamp_lo, clamp_hi, oof_gpu,
+                [&](std::string_view l) { tick("GPU-held-out " + std::string(l)); });
+    for (const auto& sp : gpu_splits) gpu_rows.insert(gpu_rows.end(), sp.test.begin(), sp.test.end());
+    std::sort(gpu_rows.begin(), gpu_rows.end());
   }
   StackedModel model;
   model.options_ = options;
   model.log_ratio_lo_ = clamp_lo;
   model.log_ratio_hi_ = clamp_hi;
-  const Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n));
-  model.meta_weights_ = nnls_small(oof, yv);
-  // Split-conformal: the level-quantile of the stack's out-of-fold absolute residuals.
-  std::vector<double> resid(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    double s = 0;
-    for (std::size_t l = 0; l < n_learners; ++l) s += model.meta_weights_[l] * oof(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(l));
-    resid[i] = std::abs(y[i] - s);
+  const Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), ni);
+  if (gpu_rows.empty()) {
+    model.meta_weights_ = nnls_small(oof, yv);
+  } else {
+    // One set of weights for both kinds of shift: the rows of both out-of-fold matrices.
+    const auto ng = static_cast<Eigen::Index>(gpu_rows.size());
+    Eigen::MatrixXd a(ni + ng, nl);
+    Eigen::VectorXd b(ni + ng);
+    a.topRows(ni) = oof;
+    b.head(ni) = yv;
+    for (Eigen::Index k = 0; k < ng; ++k) {
+      a.row(ni + k) = oof_gpu.row(static_cast<Eigen::Index>(gpu_rows[static_cast<std::size_t>(k)]));
+      b(ni + k) = yv(static_cast<Eigen::Index>(gpu_rows[static_cast<std::size_t>(k)]));
+    }
+    model.meta_weights_ = nnls_small(a, b);
   }
-  std::sort(resid.begin(), resid.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(options.interval_level * static_cast<double>(n + 1)));
-  model.interval_q_log_ = resid[std::min(n, std::max<std::size_t>(rank, 1)) - 1];
+  // Split-conformal: the level-quantile of the stack's out-of-fold absolute residuals.
+  auto stack_resid = [&](const Eigen::MatrixXd& m, std::size_t i) {
+    double s = 0;
+    for (std::size_t l = 0; l < n_learners; ++l)
+      s += model.meta_weights_[l] * m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(l));
+    return std::abs(y[i] - s);
+  };
+  std::vector<double> resid(n);
+  for (std::size_t i = 0; i < n; ++i) resid[i] = stack_resid(oof, i);
+  model.interval_q_log_ = conformal_quantile(std::move(resid), options.interval_level);
+  std::vector<double> resid_gpu;
+  for (std::size_t i : gpu_rows) resid_gpu.push_back(stack_resid(oof_gpu, i));
+  model.interval_unseen_q_log_ = conformal_quantile(std::move(resid_gpu), options.interval_level);
 
   model.learners_ = make_learners(config);
   for (std::size_t l = 0; l < model.learners_.size(); ++l) {
@@ -387,7 +469,11 @@ std::string model_to_json(const StackedModel& m) {
       {"options", options_to_json(m.options_)},
       {"learners", learners},
       {"meta_weights", m.meta_weights_},
-      {"interval", {{"level", m.options_.interval_level}, {"half_width_log", m.interval_q_log_}}},
+      {"prior", m.options_.residual_over_prior ? "amdahl.memory_split" : "none"},
+      {"interval",
+       {{"level", m.options_.interval_level},
+        {"half_width_log", m.interval_q_log_},
+        {"unseen_gpu_half_width_log", m.interval_unseen_q_log_}}},
       {"log_ratio_clamp", {m.log_ratio_lo_, m.log_ratio_hi_}},
       {"training",
        {{"dataset", m.dataset_source_},
@@ -466,12 +552,14 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       if (!std::isfinite(w) || w < 0)
         throw Error(ErrorCode::kParse, "meta weight is not a non-negative number", {name, 0, 0, "meta_weights"});
     m.interval_q_log_ = j.at("interval").at("half_width_log").get<double>();
+    m.interval_unseen_q_log_ = j.at("interval").at("unseen_gpu_half_width_log").get<double>();
     const auto clamp = j.at("log_ratio_clamp").get<std::vector<double>>();
     if (clamp.size() != 2 || !std::isfinite(clamp[0]) || !std::isfinite(clamp[1]) || clamp[0] > clamp[1])
       throw Error(ErrorCode::kParse, "bad log_ratio_clamp", {name, 0, 0, "log_ratio_clamp"});
     m.log_ratio_lo_ = clamp[0];
     m.log_ratio_hi_ = clamp[1];
-    if (!std::isfinite(m.interval_q_log_) || m.interval_q_log_ < 0)
+    if (!std::isfinite(m.interval_q_log_) || m.interval_q_log_ < 0 || !std::isfinite(m.interval_unseen_q_log_) ||
+        m.interval_unseen_q_log_ < 0)
       throw Error(ErrorCode::kParse, "bad interval half width", {name, 0, 0, "interval"});
     const auto& t = j.at("training");
     m.dataset_source_ = t.at("dataset").get<std::string>();

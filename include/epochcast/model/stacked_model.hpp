@@ -20,7 +20,7 @@
 namespace epochcast {
 
 // Model file format version; bump when the file layout or the pair features change.
-inline constexpr int kModelFormatVersion = 1;
+inline constexpr int kModelFormatVersion = 2;
 
 // Called during long work: what is being done, how much of it is done.
 using ProgressFn = std::function<void(std::string_view stage, std::size_t done, std::size_t total)>;
@@ -35,6 +35,15 @@ struct FitOptions {
   // Memory used/free/total describe the framework (TensorFlow fills the GPU) and the GPU, not
   // the workload: off by default (docs/model.md has the measurement).
   bool include_memory_features = false;
+  // Learners predict the correction to a physical prior (Amdahl split of the source epoch by
+  // its memory-busy, compute-busy and idle shares; prior_log_ratio in pair_features.hpp), not
+  // log(target/source) itself. Corrections are clamped to their training range, so on a GPU
+  // outside the training range the prediction is carried by the prior, not by extrapolation.
+  bool residual_over_prior = true;
+  // Also fit the meta learner on GPU-grouped out-of-fold predictions (each training target
+  // GPU held out of both sides in turn): a learner that extrapolates badly to an unseen GPU
+  // then loses weight, and a second interval is calibrated for unseen GPUs. Needs >= 3 GPUs.
+  bool meta_gpu_folds = true;
   double interval_level = 0.9;   // nominal coverage of the prediction interval
   int xgb_rounds = 150;
   int xgb_max_depth = 4;
@@ -86,6 +95,8 @@ class StackedModel {
   [[nodiscard]] std::vector<std::string> learner_names() const;
   [[nodiscard]] const std::vector<double>& meta_weights() const { return meta_weights_; }
   [[nodiscard]] double interval_half_width_log() const { return interval_q_log_; }
+  // Used instead when the source or target GPU was not in training (when larger).
+  [[nodiscard]] double unseen_gpu_interval_half_width_log() const { return interval_unseen_q_log_; }
   [[nodiscard]] const FitOptions& options() const { return options_; }
   [[nodiscard]] std::size_t training_pairs() const { return training_pairs_; }
   [[nodiscard]] const std::string& schema_hash() const;
@@ -102,8 +113,11 @@ class StackedModel {
   std::vector<std::unique_ptr<Learner>> learners_;
   std::vector<double> meta_weights_;  // one per learner, >= 0
   double interval_q_log_ = 0;         // half-width of the interval in log space
-  // Every learner's log ratio is clamped to the training range widened by a tenth of its span:
-  // ridge extrapolates wildly on a GPU it never saw (leave-one-GPU-out), trees cannot.
+  // Half-width for a source or target GPU not in training, from GPU-held-out folds (0: none).
+  double interval_unseen_q_log_ = 0;
+  // Every learner's output (the correction to the prior, or the log ratio without a prior) is
+  // clamped to its training range widened by a tenth of its span: ridge extrapolates wildly on
+  // a GPU it never saw (leave-one-GPU-out), trees cannot.
   double log_ratio_lo_ = -10, log_ratio_hi_ = 10;
   std::vector<std::string> source_gpus_, target_gpus_;
   std::vector<double> feature_min_, feature_max_;  // per FeatureRow feature over source runs

@@ -1,3 +1,6 @@
+// Also the private pair-feature header: the prior is checked directly.
+#include "../../../src/model/pair_features.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -241,6 +244,69 @@ TEST_F(Fixture, LeaveOneGpuOutKeepsTheGpuOutOfTraining) {
   const StackedModel m = fit_model_on_pairs(*data, pairs, *catalog, quick());
   for (const auto& g : m.source_gpus_in_training()) EXPECT_NE(g, "t4");
   for (const auto& g : m.target_gpus_in_training()) EXPECT_NE(g, "t4");
+}
+
+// The learners fit the correction to the Amdahl prior; only the correction is clamped, so a
+// GPU far outside the training range (H200) is predicted near the prior, not extrapolated.
+TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
+  const PairSchema& schema = pair_schema(false);
+  const GpuSpec& h200 = *catalog->find("h200");
+  const GpuSpec& a10g = *catalog->find("a10g");
+  const nlohmann::json j = nlohmann::json::parse(model_to_json(*model));
+  const auto clamp = j["log_ratio_clamp"].get<std::vector<double>>();
+  EXPECT_EQ(j["prior"], "amdahl.memory_split");
+  std::vector<double> x(schema.names.size());
+  for (std::size_t i = 0; i < data->rows.size(); i += 11) {
+    const DatasetRow& r = data->rows[i];
+    const GpuSpec& src = *catalog->find(r.gpu_id);
+    pair_features(schema, r.features, r.epoch_s, src, h200, x);
+    const double prior = prior_log_ratio(schema, x);
+    const double got = std::log(model->predict(r.features, r.epoch_s, src, h200).epoch_s / r.epoch_s);
+    // Meta weights sum to about one, so the stack stays within the widened correction range.
+    double wsum = 0;
+    for (double w : model->meta_weights()) wsum += w;
+    EXPECT_GE(got - prior, wsum * clamp[0] - 1e-9) << r.workload;
+    EXPECT_LE(got - prior, wsum * clamp[1] + 1e-9) << r.workload;
+    EXPECT_LT(prior, 0);  // H200 is faster than every dataset GPU by its specs
+  }
+  // A target never seen in training gets the interval calibrated on GPU-held-out folds.
+  ASSERT_GT(model->unseen_gpu_interval_half_width_log(), model->interval_half_width_log());
+  const DatasetRow& r = data->rows.front();
+  const Prediction seen = model->predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), a10g);
+  const Prediction unseen = model->predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), h200);
+  EXPECT_NEAR(std::log(seen.hi_s / seen.epoch_s), model->interval_half_width_log(), 1e-9);
+  EXPECT_NEAR(std::log(unseen.hi_s / unseen.epoch_s), model->unseen_gpu_interval_half_width_log(), 1e-9);
+}
+
+// The prior falls back when utilisation channels are missing instead of turning NaN.
+TEST(Prior, FallsBackWhenUtilisationChannelsAreMissing) {
+  const GpuCatalog catalog = load_gpu_catalog(kCatalog);
+  const GpuSpec& t4 = *catalog.find("t4");
+  const GpuSpec& v100 = *catalog.find("v100");
+  const PairSchema& schema = pair_schema(false);
+  std::vector<double> x(schema.names.size());
+  FeatureRow f;
+  f.set(Metric::kGpuUtil, Stat::kMean, 80.0);
+  f.set(Metric::kMemUtil, Stat::kMean, 30.0);
+  pair_features(schema, f, 10.0, t4, v100, x);
+  const double compute = v100.fp32_tflops / t4.fp32_tflops, bw = v100.memory_bandwidth_gbs / t4.memory_bandwidth_gbs;
+  EXPECT_NEAR(prior_log_ratio(schema, x), std::log(0.3 / bw + 0.5 / compute + 0.2), 1e-12);
+  f.set(Metric::kMemUtil, Stat::kMean, NAN);
+  pair_features(schema, f, 10.0, t4, v100, x);
+  EXPECT_NEAR(prior_log_ratio(schema, x), std::log(0.8 / std::sqrt(compute * bw) + 0.2), 1e-12);
+  f.set(Metric::kGpuUtil, Stat::kMean, NAN);
+  pair_features(schema, f, 10.0, t4, v100, x);
+  EXPECT_NEAR(prior_log_ratio(schema, x), -0.5 * std::log(compute * bw), 1e-12);
+}
+
+// Leave-one-GPU-out with the quick learners: the prior keeps it near the 15 % target (the
+// defaults measure ~10 %, docs/model.md; without the prior 20.9 %) and the unseen-GPU interval
+// keeps coverage near nominal (44.5 % before it existed).
+TEST_F(Fixture, LeaveOneGpuOutStaysNearTheTargetWithCalibratedIntervals) {
+  const EvalReport r = evaluate(*data, *catalog, Protocol::kLogo, quick());
+  EXPECT_EQ(r.fits, 4u);
+  EXPECT_LT(r.stack.mape_pct, 15.0);
+  EXPECT_GT(r.interval_coverage_pct, 80.0);
 }
 
 }  // namespace
