@@ -80,8 +80,18 @@ struct Region {
 // so the only full sweep over the channel is the one writing levels 0 and 1. With `check`,
 // that sweep also counts readings outside [lo, hi] or NaN; `bad` gets the count (then the
 // result is meaningless and the caller repairs the channel first).
-std::vector<signal::Buffer> robust_z_pyramid(std::span<const double> y, bool check, double lo, double hi,
-                                             std::size_t& bad) {
+// A channel's z-score pyramid. Level 0 of a long series is read only in the centred ACF
+// window unless the period is short: then only that window is stored, and the whole level is
+// recomputed from the source (same formula, same values) when something asks for it.
+struct ZPyramid {
+  std::vector<signal::Buffer> levels;
+  std::span<const double> source;  // the channel's region
+  double base = 0, slope = 0, inv = 1;
+  bool level0_full = true;  // else levels[0] is the centred kAcfWindow window of level 0
+};
+constexpr std::size_t kLazyLevel0 = 4 * kAcfWindow;  // longer series keep only the window
+
+ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, double hi, std::size_t& bad) {
   bad = 0;
   const std::size_t n = y.size();
   if (n < 4) return {};
@@ -116,15 +126,27 @@ std::vector<signal::Buffer> robust_z_pyramid(std::span<const double> y, bool che
   if (!(scale > 1e-9 * magnitude)) return {};
   // Not re-centred: every consumer removes its own mean (ACF windows, folds, templates).
   // Levels 0-3 in one sweep over the input (the long arrays are the cost of this step).
+  ZPyramid out{{}, y, base, slope, 1.0 / scale, n <= kLazyLevel0};
   std::array<signal::Buffer, 4> first;
-  bad = signal::affine_clip_pyramid(y, base, slope, 1.0 / scale, kClipZ, check ? lo : -kInf, check ? hi : kInf,
-                                    first);
+  bad = signal::affine_clip_pyramid(y, base, slope, out.inv, kClipZ, check ? lo : -kInf, check ? hi : kInf, first,
+                                    out.level0_full);
   if (check && bad > 0) return {};
-  std::vector<signal::Buffer> levels;
+  if (!out.level0_full) {
+    first[0].resize(kAcfWindow);
+    signal::affine_clip(y, (n - kAcfWindow) / 2, base, slope, out.inv, kClipZ, first[0]);
+  }
+  auto& levels = out.levels;
   levels.push_back(std::move(first[0]));
-  for (std::size_t l = 1; l < first.size() && levels.back().size() >= 64; ++l) levels.push_back(std::move(first[l]));
-  while (levels.back().size() >= 64) levels.push_back(signal::halve(levels.back()));
-  return levels;
+  std::size_t len = n;
+  for (std::size_t l = 1; l < first.size() && len >= 64; ++l) {
+    levels.push_back(std::move(first[l]));
+    len = levels.back().size();
+  }
+  while (len >= 64) {
+    levels.push_back(signal::halve(levels.back()));
+    len = levels.back().size();
+  }
+  return out;
 }
 
 // Subtracts a centred moving average of `width` samples (removes structure slower than the
@@ -245,8 +267,27 @@ struct Candidate {
 
 struct Analysis {
   std::vector<Metric> metrics;
-  std::vector<std::vector<signal::Buffer>> pyramid;      // [channel][level] robust z
-  std::vector<double> weight;                             // per channel
+  mutable std::vector<ZPyramid> pyramid;  // [channel]; level 0 completed on first full use
+  std::vector<std::size_t> level_len;     // samples per level
+  std::vector<double> weight;             // per channel
+
+  [[nodiscard]] std::size_t levels() const { return level_len.size(); }
+  // The whole of one level of one channel.
+  std::span<const double> level(std::size_t c, std::size_t l) const {
+    auto& p = pyramid[c];
+    if (l == 0 && !p.level0_full) {
+      signal::Buffer full(p.source.size());
+      signal::affine_clip(p.source, 0, p.base, p.slope, p.inv, kClipZ, full);
+      p.levels[0] = std::move(full);
+      p.level0_full = true;
+    }
+    return p.levels[l];
+  }
+  // The centred window of at most `cap` samples of one level (the ACF's view).
+  std::span<const double> window(std::size_t c, std::size_t l, std::size_t cap) const {
+    if (l == 0 && !pyramid[c].level0_full && cap == kAcfWindow) return pyramid[c].levels[0];
+    return centred_window(level(c, l), cap);
+  }
 };
 
 // Combined ACF of all channels at `level` over lags [lo, hi], each channel high-passed so
@@ -260,8 +301,8 @@ std::vector<double> combined_acf(const Analysis& an, std::size_t level, std::siz
   double wsum = 0;
   if (per_channel) per_channel->assign(an.metrics.size(), {});
   for (std::size_t c = 0; c < an.metrics.size(); ++c) {
-    if (level >= an.pyramid[c].size()) continue;
-    auto window = centred_window(an.pyramid[c][level], window_cap);
+    if (level >= an.pyramid[c].levels.size()) continue;
+    auto window = an.window(c, level, window_cap);
     signal::Buffer x(window.begin(), window.end());
     if (use_high_pass) high_pass(x, 4 * hi);
     signal::add_scalar(x, -signal::sum(x) / static_cast<double>(x.size()));
@@ -295,14 +336,14 @@ LevelRange level_range(std::size_t level, std::size_t levels, std::size_t len,
 
 // Local ACF peaks on every level, as periods in original samples.
 std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_lag) {
-  const std::size_t levels = an.pyramid.empty() ? 0 : an.pyramid.front().size();
+  const std::size_t levels = an.levels();
   std::vector<Candidate> out;
   // Pass 1: per-channel peak heights give the channel weights (noise channels fade out).
   std::vector<double> best_peak(an.metrics.size(), 0.0);
   std::vector<std::vector<std::vector<double>>> per_level(levels);
   std::vector<LevelRange> ranges(levels);
   for (std::size_t l = 0; l < levels; ++l) {
-    const std::size_t len = an.pyramid.front()[l].size();
+    const std::size_t len = an.level_len[l];
     ranges[l] = level_range(l, levels, len, min_lag, max_lag);
     if (ranges[l].hi <= ranges[l].lo) continue;
     const std::size_t lo = ranges[l].lo >= 3 ? ranges[l].lo - 2 : 1;
@@ -325,7 +366,7 @@ std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_
   // Pass 2: the weighted combination, its local peaks.
   for (std::size_t l = 0; l < levels; ++l) {
     if (ranges[l].hi <= ranges[l].lo) continue;
-    const std::size_t len = an.pyramid.front()[l].size();
+    const std::size_t len = an.level_len[l];
     const std::size_t lo = ranges[l].lo >= 3 ? ranges[l].lo - 2 : 1;
     const std::size_t hi = std::min(ranges[l].hi + 1, len - 1);
     std::vector<double> total(hi - lo + 1, 0.0);
@@ -355,7 +396,7 @@ std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_
 double acf_at(const Analysis& an, std::size_t level, double lag) {
   const auto lo = static_cast<std::size_t>(std::max(1.0, std::floor(lag - 1)));
   const auto hi = static_cast<std::size_t>(std::ceil(lag + 1));
-  const std::size_t len = an.pyramid.front()[level].size();
+  const std::size_t len = an.level_len[level];
   if (hi + 2 >= len) return 0.0;
   const auto total = combined_acf(an, level, lo, hi, false, nullptr, len);
   return total.empty() ? 0.0 : *std::max_element(total.begin(), total.end());
@@ -410,11 +451,11 @@ struct Refined {
 };
 
 Refined refine_period(Analysis& an, const Candidate& cand) {
-  const int levels = static_cast<int>(an.pyramid.front().size());
+  const int levels = static_cast<int>(an.levels());
   const int level = std::clamp(cand.level - 2, 0, levels - 1);
   const double scale = std::ldexp(1.0, level);
   const double centre = cand.period_samples / scale;
-  const std::size_t len = an.pyramid.front()[static_cast<std::size_t>(level)].size();
+  const std::size_t len = an.level_len[static_cast<std::size_t>(level)];
   auto lo = static_cast<std::size_t>(std::max(2.0, std::floor(centre * 0.9 - 2)));
   auto hi = static_cast<std::size_t>(std::ceil(centre * 1.1 + 2));
   hi = std::min(hi, len > 2 ? len - 2 : 0);
@@ -450,14 +491,14 @@ struct BoundaryFit {
 // most from their typical level), then finds that signature near each predicted boundary.
 BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   BoundaryFit fit;
-  const std::size_t levels = an.pyramid.front().size();
+  const std::size_t levels = an.levels();
   std::size_t level = 0;
   while (level + 1 < levels && ref.period_samples / std::ldexp(1.0, static_cast<int>(level)) >
                                    kBoundaryLevelMaxLag)
     ++level;
   const double scale = std::ldexp(1.0, static_cast<int>(level));
   const double period = ref.period_samples / scale;  // level samples
-  const std::size_t len = an.pyramid.front()[level].size();
+  const std::size_t len = an.level_len[level];
   if (period < 2 || static_cast<double>(len) < 1.5 * period) return fit;
   const std::size_t bins = std::max<std::size_t>(4, static_cast<std::size_t>(std::ceil(period)));
   const std::size_t channels = an.metrics.size();
@@ -467,7 +508,8 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   for (std::size_t c = 0; c < channels; ++c) {
     w[c] = std::max(0.0, ref.per_channel.empty() ? 0.0 : ref.per_channel[c]);
     if (w[c] <= 0) continue;
-    z[c].assign(an.pyramid[c][level].begin(), an.pyramid[c][level].end());
+    const auto lv = an.level(c, level);
+    z[c].assign(lv.begin(), lv.end());
     if (static_cast<double>(len) >= 4 * period)
       high_pass(z[c], static_cast<std::size_t>(std::ceil(3 * period)));
   }
@@ -1084,7 +1126,7 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   for (auto& u : channels) {
     if (u.dropped) continue;
     std::size_t bad = 0;
-    std::vector<signal::Buffer> levels;
+    ZPyramid levels;
     if (u.unchecked)  // the samples outside the region; those inside are checked by the z sweep
       bad = signal::count_outside(u.values.first(region.begin), u.lo, u.hi) +
             signal::count_outside(u.values.subspan(region.end), u.lo, u.hi);
@@ -1095,8 +1137,12 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
       levels = robust_z_pyramid(u.values.subspan(region.begin, region.size()), false, 0, 0, bad);
     }
     u.unchecked = false;
-    if (levels.empty()) continue;  // constant in the busy region: no evidence either way
+    if (levels.levels.empty()) continue;  // constant in the busy region: no evidence either way
     an.metrics.push_back(u.metric);
+    if (an.level_len.empty()) {
+      an.level_len.push_back(levels.source.size());
+      for (std::size_t l = 1; l < levels.levels.size(); ++l) an.level_len.push_back(levels.levels[l].size());
+    }
     an.pyramid.push_back(std::move(levels));
   }
   std::erase_if(channels, [](const Uniform& u) { return u.dropped; });

@@ -71,9 +71,9 @@ void line_sums(std::span<const double> y, double& sum, double& sum_iy) {
 }
 
 std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
-                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out) {
+                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out, bool store_level0) {
   const std::size_t n = y.size();
-  out[0].resize(n);
+  out[0].resize(store_level0 ? n : 0);
   out[1].resize(n / 2);
   out[2].resize(n / 4);
   out[3].resize(n / 8);
@@ -92,16 +92,19 @@ std::size_t affine_clip_pyramid(std::span<const double> y, double base, double s
     good -= (v >= vlo) & (v <= vhi);
     V2 r = (v - vbase - vslope * idx) * vinv;
     idx += two;
-    r = r > hi ? hi : (r < lo ? lo : r);
+    r = r < hi ? r : hi;  // minpd / maxpd (NaN cannot occur: checked or repaired input)
+    r = r > lo ? r : lo;
     return r;
   };
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {  // 8 samples -> 8, 4, 2 and 1 values of levels 0..3
     const V2 a = z(p + i), b = z(p + i + 2), c = z(p + i + 4), d = z(p + i + 6);
-    store2(o0 + i, a);
-    store2(o0 + i + 2, b);
-    store2(o0 + i + 4, c);
-    store2(o0 + i + 6, d);
+    if (store_level0) {
+      store2(o0 + i, a);
+      store2(o0 + i + 2, b);
+      store2(o0 + i + 4, c);
+      store2(o0 + i + 6, d);
+    }
     const V2 e = pair_means(a, b), f = pair_means(c, d);
     store2(o1 + i / 2, e);
     store2(o1 + i / 2 + 2, f);
@@ -110,12 +113,15 @@ std::size_t affine_clip_pyramid(std::span<const double> y, double base, double s
     o3[i / 8] = 0.5 * (g[0] + g[1]);
   }
   auto ok = static_cast<std::size_t>(good[0] + good[1]);
+  double tail[8];  // level 0 of the last < 8 samples (when level 0 is not stored)
+  const std::size_t t0 = i;
   for (; i < n; ++i) {
     ok += p[i] >= valid_lo && p[i] <= valid_hi;
     const double v = (p[i] - base - slope * static_cast<double>(i)) * inv;
-    o0[i] = v > clip ? clip : (v < -clip ? -clip : v);
+    tail[i - t0] = v > clip ? clip : (v < -clip ? -clip : v);
+    if (store_level0) o0[i] = tail[i - t0];
   }
-  for (std::size_t k = (n / 8) * 4; k < n / 2; ++k) o1[k] = 0.5 * (o0[2 * k] + o0[2 * k + 1]);
+  for (std::size_t k = (n / 8) * 4; k < n / 2; ++k) o1[k] = 0.5 * (tail[2 * k - t0] + tail[2 * k + 1 - t0]);
   for (std::size_t k = (n / 8) * 2; k < n / 4; ++k) o2[k] = 0.5 * (o1[2 * k] + o1[2 * k + 1]);
   return n - ok;
 }
@@ -179,6 +185,28 @@ double fill_gaps(std::vector<double>& x) {
   if (prev == n) return 1.0;
   for (std::size_t k = prev + 1; k < n; ++k) x[k] = x[prev];
   return static_cast<double>(missing) / static_cast<double>(n);
+}
+
+void affine_clip(std::span<const double> y, std::size_t first, double base, double slope, double inv, double clip,
+                 std::span<double> out) {
+  const std::size_t n = std::min(out.size(), y.size() > first ? y.size() - first : 0);
+  const double* p = y.data() + first;
+  double* o = out.data();
+  const V2 vbase = splat(base), vslope = splat(slope), vinv = splat(inv), hi = splat(clip), lo = splat(-clip);
+  V2 idx{static_cast<double>(first), static_cast<double>(first + 1)};
+  const V2 two = splat(2);
+  std::size_t k = 0;
+  for (; k + 2 <= n; k += 2) {
+    V2 r = (load2(p + k) - vbase - vslope * idx) * vinv;
+    r = r < hi ? r : hi;  // minpd / maxpd (NaN cannot occur: checked or repaired input)
+    r = r > lo ? r : lo;
+    store2(o + k, r);
+    idx += two;
+  }
+  for (; k < n; ++k) {
+    const double v = (p[k] - base - slope * static_cast<double>(first + k)) * inv;
+    o[k] = v > clip ? clip : (v < -clip ? -clip : v);
+  }
 }
 
 double quantile(std::span<const double> x, double q) {

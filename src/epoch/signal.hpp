@@ -40,8 +40,15 @@ void line_sums(std::span<const double> y, double& sum, double& sum_iy);
 // out[0][i] = clamp((y[i] - base - slope * i) * inv, -clip, clip) for i < y.size(), and
 // out[l+1][k] = (out[l][2k] + out[l][2k+1]) / 2: levels 0-3 of the pyramid in one sweep.
 // Returns how many y[i] are outside [valid_lo, valid_hi] or NaN (checked in the same sweep).
+// Without `store_level0`, out[0] stays empty (level 0 of a long series is mostly not read).
 std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
-                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out);
+                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out,
+                                bool store_level0 = true);
+
+// out[k] = clamp((y[first+k] - base - slope * (first+k)) * inv, -clip, clip): level 0 values,
+// identical to the sweep's, for a part of the series.
+void affine_clip(std::span<const double> y, std::size_t first, double base, double slope, double inv, double clip,
+                 std::span<double> out);
 
 // Values of (time_s, values) on the grid j * dt, j = 0..count-1: linear interpolation between
 // neighbours no further apart than 2.5 dt, else the nearest sample within 0.6 dt, else NaN.
