@@ -132,8 +132,9 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
                                     out.level0_full);
   if (check && bad > 0) return {};
   if (!out.level0_full) {
-    first[0].resize(kAcfWindow);
-    signal::affine_clip(y, (n - kAcfWindow) / 2, base, slope, out.inv, kClipZ, first[0]);
+    const std::size_t w = std::min(n, kAcfWindow);  // centred_window(level 0, kAcfWindow)
+    first[0].resize(w);
+    signal::affine_clip(y, (n - w) / 2, base, slope, out.inv, kClipZ, first[0]);
   }
   auto& levels = out.levels;
   levels.push_back(std::move(first[0]));
