@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "helper_thread.hpp"
+
 namespace epochcast {
 
 std::string format_status(const StatusSnapshot& s) {
@@ -31,7 +33,7 @@ LiveStatus::LiveStatus(std::vector<Metric> columns, std::ostream& out, LiveStatu
   bin_sum_.assign(columns_.size(), 0.0);
   bin_count_.assign(columns_.size(), 0.0);
   detector_ = std::make_unique<Detector>();
-  thread_ = std::thread([this] { loop(); });
+  thread_ = detail::helper_thread([this] { loop(); });
 }
 
 LiveStatus::~LiveStatus() { finish(); }

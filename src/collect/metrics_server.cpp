@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include "epochcast/core/error.hpp"
+#include "helper_thread.hpp"
 
 namespace epochcast {
 
@@ -106,7 +107,7 @@ MetricsServer::MetricsServer(const std::string& listen_address, std::vector<GpuI
   if (port_ <= 0)
     throw Error(ErrorCode::kIo, fmt::format("--listen {}: cannot bind {}:{} (address in use or not ours)",
                                             listen_address, host_, port));
-  thread_ = std::thread([this] {
+  thread_ = detail::helper_thread([this] {
     server_->listen_after_bind();
     loop_done_ = true;
   });

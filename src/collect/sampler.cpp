@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "epochcast/core/error.hpp"
+#include "helper_thread.hpp"
 
 namespace epochcast {
 
@@ -207,7 +208,7 @@ void Sampler::run(const SamplerHooks& hooks) {
 
   std::thread pcie_thread;
   pcie_stop_ = false;
-  if (options_.pcie) pcie_thread = std::thread([this] { pcie_loop(); });
+  if (options_.pcie) pcie_thread = detail::helper_thread([this] { pcie_loop(); });
 
   const std::int64_t interval_ns = std::chrono::nanoseconds(options_.interval).count();
   // Catch-up reads stay this far apart: the trace's millisecond timestamps remain distinct.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "epochcast/core/error.hpp"
+#include "helper_thread.hpp"
 
 namespace epochcast {
 
@@ -63,7 +64,7 @@ void TraceFileWriter::throw_if_failed() {
 
 void TraceFileWriter::flush_in_background() {
   if (fd_ < 0 || flusher_.joinable()) return;
-  flusher_ = std::thread([this] { flush_loop(); });
+  flusher_ = detail::helper_thread([this] { flush_loop(); });
 }
 
 void TraceFileWriter::flush_loop() {

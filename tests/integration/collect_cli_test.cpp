@@ -133,6 +133,22 @@ TEST(CollectCli, SigtermClosesCleanly) {
   EXPECT_LE(signalled_at - (t.start_unix_s + t.time_s.back()), 0.1) << "the last samples were not written";
 }
 
+TEST(CollectCli, SigtermEndsALongIntervalSleepAtOnce) {
+  // 5 s between ticks: the signal must interrupt the sleep, not wait for the next deadline.
+  TempDir dir("collect-term-long");
+  const std::string out = (dir / "t.csv").string();
+  Process p({EPOCHCAST_CLI, "collect", "-o", out, "--interval-ms", "5000", "--listen", "127.0.0.1:0"},
+            fake_nvml_env(kResnet, "10"), dir.path());
+  ASSERT_GT(p.serving_port(), 0) << p.err();  // up, the first tick taken, the threads started
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto signalled = std::chrono::steady_clock::now();
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.err();
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  EXPECT_LT(took_s, 2.0) << "waited for the next 5 s deadline";
+  EXPECT_GE(read_trace(out).size(), 1u);
+}
+
 TEST(CollectCli, DiskFullIsAClearIoError) {
   TempDir dir("collect-full");
   const auto r = run_cli({"collect", "-o", "/dev/full", "--duration", "1"}, fake_nvml_env(kResnet), dir.path());
