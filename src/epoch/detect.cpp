@@ -77,7 +77,7 @@ struct Region {
 // residual, clipped; returned as its averaging pyramid (level l+1 = pairwise means of level l,
 // down to < 64 samples). Empty when the channel is constant there. The line, median and MAD
 // come from an evenly strided subsample (at most 16384 values: plenty for three numbers),
-// so the only full sweep over the channel is the one writing levels 0 and 1. With `check`,
+// so the only full sweep over the channel is the one writing levels 0-3. With `check`,
 // that sweep also counts readings outside [lo, hi] or NaN; `bad` gets the count (then the
 // result is meaningless and the caller repairs the channel first).
 // A channel's z-score pyramid. Level 0 of a long series is read only in the centred ACF
