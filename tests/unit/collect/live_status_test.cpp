@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 #include <sstream>
 #include <thread>
 
 #include "epochcast/epoch/synthetic.hpp"
+#include "epochcast/trace/read.hpp"
 
 namespace epochcast {
 namespace {
@@ -20,6 +23,12 @@ void feed(LiveStatus& status, const Trace& trace, std::size_t from, std::size_t 
     const Tick tick{i, trace.start_unix_s + trace.time_s[i], trace.time_s[i], 0.0, std::span(&g, 1)};
     status.add(tick);
   }
+}
+
+// Waits until the status thread has shown `samples` samples (a refresh after the last feed).
+void wait_shown(const LiveStatus& status, std::size_t samples) {
+  for (int i = 0; i < 2000 && status.last().samples < samples; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 std::vector<Metric> metrics_of(const Trace& t) {
@@ -62,7 +71,7 @@ TEST(LiveStatus, FindsThePeriodFromEveryChannelBeforeTheRunEnds) {
   while (cut < t.size() && t.time_s[cut] < cut_s) ++cut;
   for (std::size_t from = 0; from < cut; from += 50) {
     feed(status, t, from, std::min(cut, from + 50));
-    std::this_thread::sleep_for(std::chrono::milliseconds(15));  // let the status thread refresh
+    wait_shown(status, std::min(cut, from + 50));  // one line per chunk, whatever the load
   }
   status.finish();
   const StatusSnapshot last = status.last();
@@ -75,6 +84,44 @@ TEST(LiveStatus, FindsThePeriodFromEveryChannelBeforeTheRunEnds) {
   EXPECT_NE(text.find(fmt::format("period {:.3g} s", last.detection.period_s)), std::string::npos) << text;
   EXPECT_EQ(text.find('\r'), std::string::npos) << "line style: no terminal control characters";
   EXPECT_EQ(text.back(), '\n');
+}
+
+// The real H200 vgg16 trace (4 epochs of 4.23 s, nvidia-smi every 100 ms) fed as ticks up to
+// the middle of its last epoch: the live estimate is there, from every channel; utilisation
+// and power alone (what the status line used to feed) do not confirm it at that point.
+TEST(LiveStatus, RealH200TraceGivesThePeriodBeforeTheLastEpochEnds) {
+  const std::string base = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32";
+  const Trace t = read_trace(base + ".smi.csv");
+  const auto truth = nlohmann::json::parse(std::ifstream(base + ".truth.json"));
+  double truth_period = 0;
+  for (const auto& e : truth["epochs"]) truth_period += e["seconds"].get<double>();
+  truth_period /= static_cast<double>(truth["epochs"].size());
+  // nvidia-smi stamps are local wall time, as the truth's *_stamp fields: compare times of day
+  // (whatever the time zone the test runs in).
+  auto clock_s = [](const std::string& stamp) {  // "2026/11/30 15:23:05.607"
+    const auto space = stamp.find(' ');
+    return std::stod(stamp.substr(space + 1, 2)) * 3600 + std::stod(stamp.substr(space + 4, 2)) * 60 +
+           std::stod(stamp.substr(space + 7));
+  };
+  const double cut_s = clock_s(truth["epochs"].back()["start_stamp"].get<std::string>()) + 0.5 * truth_period -
+                       clock_s(t.first_timestamp);
+  std::size_t cut = 0;
+  while (cut < t.size() && t.time_s[cut] < cut_s) ++cut;
+  ASSERT_LT(cut, t.size() - 10) << "the cut must fall inside the trace";
+
+  auto run = [&](std::vector<Metric> columns) {
+    std::ostringstream out;
+    LiveStatus status(std::move(columns), out, {.style = StatusStyle::kLines, .refresh = std::chrono::milliseconds(5)});
+    feed(status, t, 0, cut);
+    status.finish();
+    return status.last().detection;
+  };
+  const Segmentation every = run(metrics_of(t));
+  ASSERT_TRUE(every.found) << every.reason;
+  EXPECT_NEAR(every.period_s, truth_period, 0.04 * truth_period) << every.reason;
+  const Segmentation two = run({Metric::kGpuUtil, Metric::kPower});
+  EXPECT_FALSE(two.found && std::abs(two.period_s - truth_period) < 0.04 * truth_period)
+      << "utilisation and power alone were expected to fall short here: " << two.reason;
 }
 
 TEST(LiveStatus, LongRunsAreAveragedDownToABoundedSeries) {
@@ -91,7 +138,7 @@ TEST(LiveStatus, LongRunsAreAveragedDownToABoundedSeries) {
                     {.style = StatusStyle::kLines, .refresh = std::chrono::milliseconds(5), .max_detector_samples = 512});
   for (std::size_t from = 0; from < t.size(); from += 200) {
     feed(status, t, from, std::min(t.size(), from + 200));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    wait_shown(status, std::min(t.size(), from + 200));
   }
   status.finish();
   EXPECT_LT(status.detector_samples(), 512u);
