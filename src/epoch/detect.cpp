@@ -23,7 +23,8 @@ constexpr double kClipZ = 4.0;                            // robust z-scores are
 constexpr double kLevelLagLo = 8;                         // each level searches lags [8, 16)
 constexpr double kLevelLagHi = 16;
 constexpr double kBoundaryLevelMaxLag = 64;               // boundary stage: <= 64 samples per epoch
-constexpr std::size_t kMaxMatchedBoundaries = 4096;       // per-epoch matching beyond this: grid
+constexpr std::size_t kMaxMatchedBoundaries = 4096;       // beyond this many epochs every k-th is matched
+constexpr double kFoldPeriods = 64;                       // the epoch profile is folded over <= this many periods
 
 // Channels that can carry epoch structure, with the plausible range of each. A reading
 // outside the range (util 250 %) is treated as missing and counted.
@@ -177,7 +178,13 @@ Region find_training_region(std::vector<Uniform>& channels, EnsureChecked&& ensu
       ensure_checked(c);
       if (c.dropped) break;
       // Idle and busy levels; idle may be a sliver of a long trace, hence the 1 % quantile.
-      const double q_lo = signal::quantile_sampled(c.values, 0.01);
+      // Validation dips on more than 1 % of a long run would put that quantile at the dip
+      // level, so a lower idle stretch at the head or tail (median of 5: not a glitch) wins.
+      double q_lo = signal::quantile_sampled(c.values, 0.01);
+      if (c.values.size() >= 20) {
+        std::vector<double> head(c.values.begin(), c.values.begin() + 5), tail(c.values.end() - 5, c.values.end());
+        q_lo = std::min({q_lo, signal::median(head), signal::median(tail)});
+      }
       const double q_hi = signal::quantile_sampled(c.values, 0.99);
       // Sample-to-sample noise: a contrast within a few noise widths is no busy/idle contrast.
       std::vector<double> diffs;
@@ -229,7 +236,12 @@ Region find_training_region(std::vector<Uniform>& channels, EnsureChecked&& ensu
   for (const auto& r : runs) longest_raw = std::max(longest_raw, r.end - r.begin);
   const std::size_t small_gap = std::max<std::size_t>(2, longest_raw / 10);
   for (std::size_t k = 1; k < runs.size(); ++k) {
-    if (runs[k].begin - merged.back().end <= small_gap) {
+    // Also a gap shorter than a third of the busy runs on both sides: a validation dip deeper
+    // than the threshold. Gaps relative to the longest run alone leave, over hundreds of epochs,
+    // some dips closed and some not, and the longest merged run then outgrows its neighbours.
+    const std::size_t gap = runs[k].begin - merged.back().end;
+    const std::size_t shorter = std::min(merged.back().end - merged.back().begin, runs[k].end - runs[k].begin);
+    if (gap <= small_gap || 3 * gap <= shorter) {
       merged.back().end = runs[k].end;
     } else {
       merged.push_back(runs[k]);
@@ -412,7 +424,10 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     if (s.level >= best.level || s.score < 0.5 * best.score) continue;
     const double ratio = best.period_samples / s.period_samples;
     const double m = std::round(ratio);
-    if (m < 2 || m > 4 || std::abs(ratio - m) > 0.10 * m) continue;
+    // On a level with fewer than 4 samples per short period, pairwise means alias that period
+    // into long peaks that are no multiple of it (many epochs in view: 7.06x, 8.93x seen).
+    const bool aliased = s.period_samples < 4 * std::ldexp(1.0, best.level);
+    if (!aliased && (m < 2 || m > 4 || std::abs(ratio - m) > 0.10 * m)) continue;
     const auto level = static_cast<std::size_t>(s.level);
     const double scale = std::ldexp(1.0, s.level);
     const double r_short = acf_at(an, level, s.period_samples / scale);
@@ -524,19 +539,24 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
       if (phase >= period) phase -= period;
     }
   }
+  // Fold a centred window of at most kFoldPeriods periods: over thousands of epochs a small
+  // error of the period (or epoch jitter) would smear the profile flat.
+  const auto fold_len = static_cast<std::size_t>(
+      std::min(static_cast<double>(len), std::ceil(kFoldPeriods * period)));
+  const std::size_t fold_begin = (len - fold_len) / 2, fold_end = fold_begin + fold_len;
   std::vector<std::size_t> count(bins, 0);
-  for (std::size_t i = 0; i < len; ++i) ++count[bin_of[i]];
+  for (std::size_t i = fold_begin; i < fold_end; ++i) ++count[bin_of[i]];
   std::vector<std::vector<double>> profile(channels, std::vector<double>(bins, 0.0));
   std::vector<double> sigma(channels, 1.0), med(channels, 0.0);
   std::vector<double> anomaly(bins, 0.0);
   for (std::size_t c = 0; c < channels; ++c) {
     if (w[c] <= 0) continue;
     auto& p = profile[c];
-    for (std::size_t i = 0; i < len; ++i) p[bin_of[i]] += z[c][i];
+    for (std::size_t i = fold_begin; i < fold_end; ++i) p[bin_of[i]] += z[c][i];
     for (std::size_t b = 0; b < bins; ++b) p[b] = count[b] ? p[b] / static_cast<double>(count[b]) : 0;
     double ss = 0;
-    for (std::size_t i = 0; i < len; ++i) ss += (z[c][i] - p[bin_of[i]]) * (z[c][i] - p[bin_of[i]]);
-    sigma[c] = std::max(1e-3, std::sqrt(ss / static_cast<double>(len)));
+    for (std::size_t i = fold_begin; i < fold_end; ++i) ss += (z[c][i] - p[bin_of[i]]) * (z[c][i] - p[bin_of[i]]);
+    sigma[c] = std::max(1e-3, std::sqrt(ss / static_cast<double>(fold_len)));
     med[c] = signal::median(p);
     for (std::size_t b = 0; b < bins; ++b) anomaly[b] += w[c] * std::abs(p[b] - med[c]) / sigma[c];
   }
@@ -595,13 +615,8 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
     for (double t : tmpl[c]) t_energy_w += t * t * sigma[c] * sigma[c] / w[c];
   }
 
-  // Predicted boundaries: phase0 + k * period, inside the region.
-  std::vector<double> ks, positions, quality;
-  const auto total_k = static_cast<std::size_t>((static_cast<double>(len) - phase0) / period) + 1;
-  const std::size_t stride = std::max<std::size_t>(1, total_k / kMaxMatchedBoundaries + 1);
-  for (std::size_t k = 0; k < total_k; k += stride) {
-    const double q = phase0 + static_cast<double>(k) * period;
-    if (q >= static_cast<double>(len)) break;
+  // The template's best match within +-search of an expected position: (position, ncc).
+  auto match_near = [&](double q) {
     const auto qi = static_cast<long>(std::lround(q));
     std::vector<double> scores(2 * search + 1, 0.0);
     for (int s = -search; s <= search; ++s) {
@@ -636,9 +651,58 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
       }
     }
     const double ncc = (zz > 0 && t_energy_w > 0) ? tz / std::sqrt(zz * t_energy_w) : 0;
-    ks.push_back(static_cast<double>(k));
-    positions.push_back(pos);
-    quality.push_back(ncc);
+    return std::pair<double, double>{pos, ncc};
+  };
+
+  // Chained search: each boundary is looked for one period after the last matched one, so
+  // neither a small error of the period nor epochs that random-walk with jitter (thousands of
+  // epochs) drift out of the window. The chain starts in the folded window (where phase0 is
+  // right) and runs to both ends.
+  const auto total_k = static_cast<std::size_t>(std::max(0.0, (static_cast<double>(len) - phase0) / period)) + 1;
+  const std::size_t stride = std::max<std::size_t>(1, total_k / kMaxMatchedBoundaries + 1);
+  const double mid = 0.5 * static_cast<double>(fold_begin + fold_end);
+  std::size_t k_mid = static_cast<std::size_t>(std::max(0.0, std::round((mid - phase0) / period)));
+  k_mid = std::min(k_mid, total_k > 0 ? total_k - 1 : 0);
+  k_mid -= k_mid % stride;
+  struct Match {
+    double k, pos, ncc;
+  };
+  std::vector<Match> found;
+  double anchor_k = static_cast<double>(k_mid), anchor_pos = phase0 + anchor_k * period;
+  double mid_anchor_k = anchor_k, mid_anchor_pos = anchor_pos;
+  for (std::size_t k = k_mid; k < total_k; k += stride) {
+    const double q = anchor_pos + (static_cast<double>(k) - anchor_k) * period;
+    if (q >= static_cast<double>(len)) break;
+    const auto [pos, ncc] = match_near(q);
+    found.push_back({static_cast<double>(k), pos, ncc});
+    if (ncc >= 0.3) {
+      anchor_k = static_cast<double>(k);
+      anchor_pos = pos;
+    }
+    if (k == k_mid) {
+      mid_anchor_k = anchor_k;
+      mid_anchor_pos = anchor_pos;
+    }
+  }
+  anchor_k = mid_anchor_k;
+  anchor_pos = mid_anchor_pos;
+  for (std::size_t k = k_mid; k >= stride;) {
+    k -= stride;
+    const double q = anchor_pos - (anchor_k - static_cast<double>(k)) * period;
+    if (q < -static_cast<double>(search)) break;
+    const auto [pos, ncc] = match_near(q);
+    found.push_back({static_cast<double>(k), pos, ncc});
+    if (ncc >= 0.3) {
+      anchor_k = static_cast<double>(k);
+      anchor_pos = pos;
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Match& x, const Match& y) { return x.k < y.k; });
+  std::vector<double> ks, positions, quality;
+  for (const auto& m : found) {
+    ks.push_back(m.k);
+    positions.push_back(m.pos);
+    quality.push_back(m.ncc);
   }
   if (positions.empty()) return fit;
 
@@ -680,11 +744,67 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   fit.inlier_fraction = static_cast<double>(n_in) / static_cast<double>(positions.size());
   // Level-sample jitter includes the sample quantisation (1/sqrt(12) of a sample).
   fit.jitter = n_in >= 2 ? std::sqrt(ss / static_cast<double>(n_in)) / p : 1.0;
-  // Every predicted boundary: the matched position where it fits, else the grid.
+
+  // The chain's view: consecutive good matches whose spacing is within 10 % of a period (per
+  // step) of the expected one. Their mean spacing is the mean epoch, their dispersion the
+  // regularity. It replaces the line when it explains more boundaries: a long run whose
+  // epochs random-walk away from any straight line.
+  std::vector<bool> chained(positions.size(), false);
+  double sum_d = 0, sum_k = 0;
+  std::vector<std::pair<double, double>> steps;  // (spacing, k steps)
+  for (std::size_t i = 0, prev = positions.size(); i < positions.size(); ++i) {
+    if (quality[i] < 0.3) continue;
+    if (prev < positions.size()) {
+      const double dk = ks[i] - ks[prev];
+      const double d = positions[i] - positions[prev];
+      if (std::abs(d - dk * period) <= std::max(0.1 * period * std::sqrt(dk), 1.0)) {
+        chained[i] = chained[prev] = true;
+        sum_d += d;
+        sum_k += dk;
+        steps.emplace_back(d, dk);
+      }
+    }
+    prev = i;
+  }
+  const auto n_chain = static_cast<std::size_t>(std::count(chained.begin(), chained.end(), true));
+  bool use_chain = false;
+  if (n_chain > n_in && steps.size() >= 2 && sum_k > 0) {
+    const double pc = sum_d / sum_k;
+    double ss_c = 0;
+    for (const auto& [d, dk] : steps) ss_c += (d - dk * pc) * (d - dk * pc) / dk;
+    use_chain = true;
+    inlier = chained;
+    fit.period_samples = pc * scale;
+    fit.matched = n_chain;
+    fit.inlier_fraction = static_cast<double>(n_chain) / static_cast<double>(positions.size());
+    fit.jitter = std::sqrt(ss_c / static_cast<double>(steps.size())) / pc;
+    p = pc;
+  }
+
+  // Every boundary: the matched position where it fits; else the line (or, for the chain,
+  // interpolated between the neighbouring matched ones).
+  std::vector<std::pair<double, double>> good;  // (k, position) of the inliers
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    if (inlier[i]) good.emplace_back(ks[i], positions[i]);
+  std::size_t next = 0;
   for (std::size_t k = 0;; ++k) {
-    double x = t0 + p * static_cast<double>(k);
+    const double kd = static_cast<double>(k);
+    while (next < good.size() && good[next].first < kd) ++next;
+    double x = t0 + p * kd;
+    if (next < good.size() && good[next].first == kd) {
+      x = good[next].second;
+    } else if (use_chain && !good.empty()) {
+      if (next == 0) {
+        x = good.front().second - (good.front().first - kd) * p;
+      } else if (next == good.size()) {
+        x = good.back().second + (kd - good.back().first) * p;
+      } else {
+        const auto& [k0, x0] = good[next - 1];
+        const auto& [k1, x1] = good[next];
+        x = x0 + (x1 - x0) * (kd - k0) / (k1 - k0);
+      }
+    }
     if (x >= static_cast<double>(len)) break;
-    if (stride == 1 && k < positions.size() && inlier[k]) x = positions[k];
     if (x < 0) continue;
     // Level position -> original sample index within the region.
     fit.boundaries.push_back((x + 0.5) * scale - 0.5);
