@@ -126,16 +126,35 @@ TEST(Predict, UnseenSourceGpuIsWarnedAndIntervalsWidened) {
   EXPECT_GT(ratio, 1.2);
 }
 
-TEST(Predict, ValidationFiguresShownOrTheirAbsenceExplained) {
+// The bundled figures must belong to the default model: a model change without
+// scripts/refresh-validation.sh would silently drop them from every report.
+TEST(Predict, BundledValidationFiguresBelongToTheDefaultModel) {
   const nlohmann::json j = predict_json("vgg16_224_bs32_fp32");
   const nlohmann::json& v = j["validation"];
-  if (v["available"].get<bool>()) {
-    ASSERT_FALSE(v["protocols"].empty());
-    EXPECT_EQ(v["protocols"][0]["protocol"], "lomo");
-    EXPECT_GT(v["protocols"][0]["mape_pct"].get<double>(), 0);
-  } else {
-    EXPECT_THAT(v["note"].get<std::string>(), HasSubstr("epochcast eval"));
-  }
+  ASSERT_TRUE(v["available"].get<bool>()) << v["note"] << " (run scripts/refresh-validation.sh)";
+  ASSERT_EQ(v["protocols"].size(), 2u);
+  EXPECT_EQ(v["protocols"][0]["protocol"], "lomo");
+  EXPECT_EQ(v["protocols"][1]["protocol"], "logo");
+  EXPECT_GT(v["protocols"][0]["mape_pct"].get<double>(), 0);
+}
+
+// Figures measured with other fit options are not shown, and the note says which option.
+TEST(Predict, ValidationFiguresOfOtherFitOptionsAreRefusedByName) {
+  const fs::path dir = fs::temp_directory_path() / ("epochcast-validation-" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(std::string(EPOCHCAST_SOURCE_DIR) + "/data"))
+    if (entry.is_regular_file()) fs::copy_file(entry.path(), dir / entry.path().filename());
+  nlohmann::json figures = nlohmann::json::parse(std::ifstream(dir / "model-validation.json"));
+  figures["options"]["meta_gpu_folds"] = false;
+  std::ofstream(dir / "model-validation.json") << figures.dump();
+  const RunResult r = epochcast::testing::run_command("EPOCHCAST_DATA_DIR=" + dir.string() + " " + EPOCHCAST_CLI +
+                                                      " predict " + data("vgg16_224_bs32_fp32.smi.csv") +
+                                                      " --json 2>/dev/null");
+  fs::remove_all(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["validation"]["available"].get<bool>());
+  EXPECT_THAT(j["validation"]["note"].get<std::string>(), HasSubstr("meta_gpu_folds"));
 }
 
 TEST(Predict, CostsFollowPricesAndEpochs) {
