@@ -668,34 +668,44 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
     double k, pos, ncc;
   };
   std::vector<Match> found;
-  double anchor_k = static_cast<double>(k_mid), anchor_pos = phase0 + anchor_k * period;
-  double mid_anchor_k = anchor_k, mid_anchor_pos = anchor_pos;
+  // The expected position is the mean of the last few matches, each carried forward by whole
+  // periods: it follows a random walk within a few epochs, yet one match that is a sample off
+  // (few samples per epoch) does not shift the next search by a whole sample.
+  constexpr std::size_t kChainMemory = 4;
+  struct Chain {
+    std::vector<std::pair<double, double>> recent;  // (k, position), newest last
+    bool virtual_anchor = true;
+    double expect(double k, double per) const {
+      double sum = 0;
+      for (const auto& [kr, pr] : recent) sum += pr + (k - kr) * per;
+      return sum / static_cast<double>(recent.size());
+    }
+    void add(double k, double pos) {
+      if (virtual_anchor) recent.clear();
+      virtual_anchor = false;
+      recent.emplace_back(k, pos);
+      if (recent.size() > kChainMemory) recent.erase(recent.begin());
+    }
+  };
+  Chain chain;
+  chain.recent.emplace_back(static_cast<double>(k_mid), phase0 + static_cast<double>(k_mid) * period);
+  Chain mid_chain = chain;
   for (std::size_t k = k_mid; k < total_k; k += stride) {
-    const double q = anchor_pos + (static_cast<double>(k) - anchor_k) * period;
+    const double q = chain.expect(static_cast<double>(k), period);
     if (q >= static_cast<double>(len)) break;
     const auto [pos, ncc] = match_near(q);
     found.push_back({static_cast<double>(k), pos, ncc});
-    if (ncc >= 0.3) {
-      anchor_k = static_cast<double>(k);
-      anchor_pos = pos;
-    }
-    if (k == k_mid) {
-      mid_anchor_k = anchor_k;
-      mid_anchor_pos = anchor_pos;
-    }
+    if (ncc >= 0.3) chain.add(static_cast<double>(k), pos);
+    if (k == k_mid) mid_chain = chain;
   }
-  anchor_k = mid_anchor_k;
-  anchor_pos = mid_anchor_pos;
+  chain = mid_chain;
   for (std::size_t k = k_mid; k >= stride;) {
     k -= stride;
-    const double q = anchor_pos - (anchor_k - static_cast<double>(k)) * period;
+    const double q = chain.expect(static_cast<double>(k), period);
     if (q < -static_cast<double>(search)) break;
     const auto [pos, ncc] = match_near(q);
     found.push_back({static_cast<double>(k), pos, ncc});
-    if (ncc >= 0.3) {
-      anchor_k = static_cast<double>(k);
-      anchor_pos = pos;
-    }
+    if (ncc >= 0.3) chain.add(static_cast<double>(k), pos);
   }
   std::sort(found.begin(), found.end(), [](const Match& x, const Match& y) { return x.k < y.k; });
   std::vector<double> ks, positions, quality;
