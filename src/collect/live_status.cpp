@@ -27,9 +27,7 @@ LiveStatus::LiveStatus(std::vector<Metric> columns, std::ostream& out, LiveStatu
   for (std::size_t c = 0; c < columns_.size(); ++c) {
     if (columns_[c] == Metric::kGpuUtil) util_col_ = c;
     if (columns_[c] == Metric::kPower) power_col_ = c;
-    series_.channel(columns_[c]);
   }
-  series_.format = "nvml";
   bin_sum_.assign(columns_.size(), 0.0);
   bin_count_.assign(columns_.size(), 0.0);
   detector_ = std::make_unique<Detector>();
@@ -91,6 +89,9 @@ void LiveStatus::refresh() {
   }
   if (rows.empty() && snap.samples == 0) return;  // nothing sampled yet: nothing to say
   const std::size_t n = columns_.size();
+  // Only the new bins go to the Detector (its append mode): the one copy of the series is its own.
+  Trace batch;
+  for (Metric m : columns_) batch.channel(m);
   for (const Row& row : rows) {
     for (std::size_t c = 0; c < n; ++c)
       if (std::isfinite(row.values[c])) {
@@ -100,31 +101,37 @@ void LiveStatus::refresh() {
     bin_time_sum_ += row.unix_s;
     if (++bin_ticks_ < ticks_per_bin_) continue;
     const double t = bin_time_sum_ / static_cast<double>(bin_ticks_);
-    if (series_.time_s.empty()) series_.start_unix_s = t;
-    series_.time_s.push_back(t - series_.start_unix_s);
+    if (batch.time_s.empty()) batch.start_unix_s = t;
+    batch.time_s.push_back(t - batch.start_unix_s);
     for (std::size_t c = 0; c < n; ++c)
-      series_.channels[c].values.push_back(bin_count_[c] > 0 ? bin_sum_[c] / bin_count_[c] : NAN);
+      batch.channels[c].values.push_back(bin_count_[c] > 0 ? bin_sum_[c] / bin_count_[c] : NAN);
     std::fill(bin_sum_.begin(), bin_sum_.end(), 0.0);
     std::fill(bin_count_.begin(), bin_count_.end(), 0.0);
     bin_time_sum_ = 0;
     bin_ticks_ = 0;
-    if (series_.size() < options_.max_detector_samples) continue;
-    // Full: average neighbours in pairs; the Detector starts over on the coarser series.
-    const std::size_t half = series_.size() / 2;
-    std::vector<double> times(half);
-    for (std::size_t i = 0; i < half; ++i) times[i] = 0.5 * (series_.time_s[2 * i] + series_.time_s[2 * i + 1]);
-    for (auto& ch : series_.channels) {
+  }
+  if (batch.size() > 0) detector_->push(batch);
+  if (detector_->trace().size() >= options_.max_detector_samples) {
+    // Full: average neighbours in pairs; a new Detector starts on the coarser series.
+    Trace series = detector_->trace();
+    const std::size_t half = series.size() / 2, odd = series.size() % 2;
+    std::vector<double> times(half + odd);
+    for (std::size_t i = 0; i < half; ++i) times[i] = 0.5 * (series.time_s[2 * i] + series.time_s[2 * i + 1]);
+    if (odd) times[half] = series.time_s.back();
+    for (auto& ch : series.channels) {
       for (std::size_t i = 0; i < half; ++i) {
         const double a = ch.values[2 * i], b = ch.values[2 * i + 1];
         ch.values[i] = std::isfinite(a) && std::isfinite(b) ? 0.5 * (a + b) : std::isfinite(a) ? a : b;
       }
-      ch.values.resize(half);
+      if (odd) ch.values[half] = ch.values.back();
+      ch.values.resize(half + odd);
     }
-    series_.start_unix_s += times[0];
+    series.start_unix_s += times.front();
     for (double& t0 : times) t0 -= times.front();
-    series_.time_s = std::move(times);
+    series.time_s = std::move(times);
     ticks_per_bin_ *= 2;
     detector_ = std::make_unique<Detector>();
+    detector_->push(series);
   }
   if (!rows.empty()) {
     const Row& latest = rows.back();
@@ -132,10 +139,7 @@ void LiveStatus::refresh() {
     snap.util_pct = util_col_ < n ? latest.values[util_col_] : NAN;
     snap.power_w = power_col_ < n ? latest.values[power_col_] : NAN;
   }
-  if (series_.size() > 0) {
-    detector_->push(series_);  // the whole series so far (same start): the Detector replaces its copy
-    snap.detection = detector_->current();
-  }
+  snap.detection = detector_->current();
   {
     std::lock_guard lock(mutex_);
     last_ = snap;
@@ -164,7 +168,7 @@ StatusSnapshot LiveStatus::last() const {
 
 std::size_t LiveStatus::detector_samples() const {
   std::lock_guard lock(mutex_);
-  return series_.size();
+  return detector_->trace().size();
 }
 
 std::size_t LiveStatus::ticks_per_sample() const {

@@ -39,10 +39,10 @@ struct LiveStatusOptions {
   StatusStyle style = StatusStyle::kTerminal;
   std::chrono::milliseconds refresh{1000};
   // The detector's view is bounded: past this many samples, neighbouring samples are averaged
-  // in pairs (the series halves, its step doubles), so memory and detection time stay flat
-  // over runs of any length. Detection needs ≥ 8 samples per epoch; 16384 samples keep
-  // that for epochs down to 1/2048 of the run.
-  std::size_t max_detector_samples = 16384;
+  // in pairs (the series halves, its step doubles), so memory (8192 x 13 channels: 0.9 MB)
+  // and detection time stay flat over runs of any length. Detection needs >= 8 samples per
+  // epoch; 8192 samples keep that for epochs down to 1/1024 of the run.
+  std::size_t max_detector_samples = 8192;
 };
 
 // The sampling thread hands each tick over with add() (a copy under a lock); a thread of its
@@ -65,7 +65,7 @@ class LiveStatus {
 
   // What was last shown (tests).
   [[nodiscard]] StatusSnapshot last() const;
-  // Samples the Detector holds now and how many ticks each one averages (tests).
+  // Samples the Detector holds and how many ticks each one averages (tests; after finish()).
   [[nodiscard]] std::size_t detector_samples() const;
   [[nodiscard]] std::size_t ticks_per_sample() const;
 
@@ -93,9 +93,8 @@ class LiveStatus {
   bool line_open_ = false;  // a terminal status line is showing
   StatusSnapshot last_;
 
-  // Status thread only (read under mutex_ by the test accessors after finish()).
-  Trace series_;              // what the Detector sees: bins of ticks_per_bin_ ticks
-  std::size_t ticks_per_bin_ = 1;
+  // Status thread only (read by the test accessors after finish()).
+  std::size_t ticks_per_bin_ = 1;  // the Detector's samples average this many ticks
   std::vector<double> bin_sum_, bin_count_;
   double bin_time_sum_ = 0;
   std::size_t bin_ticks_ = 0;
