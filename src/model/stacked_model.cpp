@@ -601,6 +601,31 @@ std::string file_bytes(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+// The learners' code is part of what a cached model means: a rebuilt program (another size or
+// modification time of its executable) must not reuse a model fitted by older code.
+std::string program_identity() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "unknown program";
+  const auto size = std::filesystem::file_size(exe, ec);
+  if (ec) return exe.string();
+  const auto mtime = std::filesystem::last_write_time(exe, ec).time_since_epoch().count();
+  return exe.string() + ":" + std::to_string(size) + ":" + std::to_string(ec ? 0 : mtime);
+}
+
+// Each rebuild leaves a ~6 MB entry; the newest few are kept (several programs share the cache).
+void prune_cache(const std::filesystem::path& dir, std::size_t keep) {
+  std::error_code ec;
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("model-") && name.ends_with(".json")) entries.emplace_back(e.last_write_time(ec), e.path());
+  }
+  if (entries.size() <= keep) return;
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = keep; i < entries.size(); ++i) std::filesystem::remove(entries[i].second, ec);
+}
 }  // namespace
 
 std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
@@ -615,6 +640,7 @@ std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
   key = fnv1a(file_bytes(catalog_path), key);
   key = fnv1a(model_schema_hash(options.include_memory_features), key);
   key = fnv1a(options_to_json(options).dump(), key);
+  key = fnv1a(program_identity(), key);
   std::filesystem::path dir;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
     dir = std::filesystem::path(x) / "epochcast";
@@ -636,6 +662,7 @@ std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
     try {
       std::filesystem::create_directories(dir);
       save_model(*model, file.string());
+      prune_cache(dir, 6);
     } catch (const std::exception&) {
       // Caching is an optimisation: a read-only home must not stop predict.
     }

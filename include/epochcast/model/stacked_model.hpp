@@ -151,8 +151,9 @@ void save_model(const StackedModel& model, const std::string& path);
 
 // The model fitted from the bundled dataset and catalog with default options: loaded from
 // $XDG_CACHE_HOME/epochcast (else ~/.cache/epochcast) when a file keyed by the dataset's,
-// catalog's and schema's hash is there, else fitted (a few seconds) and cached. A cache that
-// cannot be written is not an error.
+// catalog's, schema's and options' hash and the running executable (size, mtime) is there, else
+// fitted (a few seconds) and cached; the newest 6 entries are kept. A cache that cannot be
+// written is not an error.
 [[nodiscard]] std::shared_ptr<const StackedModel> default_model(ProgressFn progress = {});
 
 }  // namespace epochcast

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -344,20 +345,37 @@ TEST_F(Fixture, LeaveOneGpuOutStaysNearTheTargetWithCalibratedIntervals) {
 namespace epochcast {
 namespace {
 
-TEST(DefaultModel, FitsOnceAndCachesUnderXdgCacheHome) {
+TEST(DefaultModel, FitsOnceCachesUnderXdgCacheHomeAndKeepsTheNewestSix) {
   const auto dir = std::filesystem::temp_directory_path() / ("epochcast_cache_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "epochcast");
+  // Entries left by older builds (other keys), older than the one about to be written.
+  for (int i = 0; i < 8; ++i) {
+    const auto old = dir / "epochcast" / ("model-old" + std::to_string(i) + ".json");
+    std::ofstream(old) << "{}";
+    std::filesystem::last_write_time(old, std::filesystem::file_time_type::clock::now() - std::chrono::hours(1 + i));
+  }
+  std::ofstream(dir / "epochcast" / "notes.txt") << "not a cache entry";
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   const auto a = default_model();
   const auto b = default_model();
   EXPECT_EQ(a.get(), b.get());  // fitted once per process
-  std::size_t files = 0;
+  std::size_t entries = 0, valid = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir / "epochcast")) {
-    ++files;
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with("model-")) continue;
+    ++entries;
+    if (name.starts_with("model-old")) {
+      EXPECT_LT(name, "model-old5");  // the oldest were removed
+      continue;
+    }
+    ++valid;
     const StackedModel cached = load_model(e.path().string());  // the cache is a valid model file
     EXPECT_EQ(cached.training_pairs(), a->training_pairs());
   }
-  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(valid, 1u);
+  EXPECT_EQ(entries, 6u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "epochcast" / "notes.txt"));  // only model entries are pruned
   EXPECT_EQ(a->training_pairs(), 1516u);
   std::filesystem::remove_all(dir);
 }
