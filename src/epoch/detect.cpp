@@ -498,6 +498,8 @@ struct BoundaryFit {
   double jitter = 1;               // rms residual / period
   double inlier_fraction = 0;
   std::size_t matched = 0;
+  std::size_t searched = 0;  // boundaries looked for (every stride-th beyond 4,096 epochs)
+  std::size_t stride = 1;
   // The folded signature repeats half a period later, with quiet in between: the period
   // is probably twice the true one.
   bool signature_repeats_at_half = false;
@@ -750,6 +752,8 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
     ++n_in;
   }
   fit.period_samples = p * scale;
+  fit.searched = positions.size();
+  fit.stride = stride;
   fit.matched = n_in;
   fit.inlier_fraction = static_cast<double>(n_in) / static_cast<double>(positions.size());
   // Level-sample jitter includes the sample quantisation (1/sqrt(12) of a sample).
@@ -1364,10 +1368,11 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   seg.candidate_period_s = period_s;
 
   const std::string how = fmt::format(
-      "period {:.1f} samples; autocorrelation {:.2f}, {}/{} boundaries match (jitter {:.1f} %), "
+      "period {:.1f} samples; autocorrelation {:.2f}, {}/{} boundaries match{} (jitter {:.1f} %), "
       "{:.1f} epochs in view",
-      period_samples, rho, fit.matched, std::max<std::size_t>(fit.boundaries.size(), fit.matched),
-      100 * fit.jitter, cycles);
+      period_samples, rho, fit.matched,
+      fit.stride > 1 ? fit.searched : std::max<std::size_t>(fit.boundaries.size(), fit.matched),
+      fit.stride > 1 ? fmt::format(" (1 in {} searched)", fit.stride) : std::string(), 100 * fit.jitter, cycles);
   // 0.2 epoch of slack: the busy region's edges are found to a sample or two, and a run of
   // exactly N epochs must count as N.
   const double min_cycles = static_cast<double>(options.min_epochs) - 0.2;

@@ -95,6 +95,26 @@ TEST(LongRuns, ThousandsOfShortEpochs) {
   EXPECT_GE(seg.confidence, 0.7) << seg.reason;
 }
 
+// Beyond 4,096 epochs only 1 in k boundaries is searched (chained k periods on) and the rest
+// are interpolated: 5,000 epochs of 20 samples, 1 % jitter.
+TEST(LongRuns, BeyondFourThousandEpochsOneInKIsSearched) {
+  SyntheticSpec spec;
+  spec.period_s = 2;
+  spec.epochs = 5000;
+  spec.event_duty = 0.15;
+  spec.period_jitter = 0.01;
+  const auto s = make_synthetic_trace(spec, 6);
+  const auto seg = detect_epochs(s.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_LE(rel_err(seg.period_s, s.truth.period_s), 0.01) << seg.reason;
+  EXPECT_GE(seg.epochs.size(), 4750u) << seg.reason;
+  EXPECT_LE(testing::median_boundary_error_s(s.truth.epochs, seg.epochs), 0.1 * s.truth.period_s);
+  EXPECT_NE(seg.reason.find("(1 in 2 searched)"), std::string::npos) << seg.reason;
+  const auto [m, n] = matched_of(seg);
+  EXPECT_GE(m, 0.9 * n) << seg.reason;
+  std::printf("%s\n", seg.reason.c_str());
+}
+
 // A long run with no boundary signature still abstains (chaining must not invent regularity).
 TEST(LongRuns, NoSignatureStillAbstains) {
   SyntheticSpec spec;
