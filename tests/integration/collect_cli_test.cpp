@@ -239,6 +239,12 @@ TEST(CollectCli, GpuListedTwiceIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(out)) << "refused before the trace file was created";
 }
 
+std::ptrdiff_t count_of(const std::string& text, const std::string& what) {
+  std::ptrdiff_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
 // Seconds from the trace's first line to the end of the last epoch, from the truth file.
 double training_end_offset_s(const std::string& truth_path) {
   const auto truth = nlohmann::json::parse(testing::read_file(truth_path));
@@ -286,6 +292,21 @@ TEST(CollectCli, StatusShowsThePeriodBeforeTrainingEnds) {
   // Shown while the last epoch was still running (the line's second is rounded: +0.5 s).
   EXPECT_LT(*first_period_at + 0.5, training_end_wall_s) << r.err;
   EXPECT_NEAR(*first_period * kSpeed, truth_period, 0.04 * truth_period) << r.err;
+}
+
+TEST(CollectCli, TerminalGetsTheStatusLineRewrittenInPlace) {
+  // On a pseudo-terminal (util-linux `script`) the status appears without --status, as one
+  // line rewritten with "\r\x1b[K", ended by a newline before the summary.
+  if (::access("/usr/bin/script", X_OK) != 0) GTEST_SKIP() << "/usr/bin/script (util-linux) is not installed";
+  TempDir dir("collect-pty");
+  const std::string cmd = std::string(EPOCHCAST_CLI) + " collect -o " + (dir / "t.csv").string() +
+                          " --interval-ms 20 --duration 2.5";
+  Process p({"/usr/bin/script", "-qefc", cmd, "/dev/null"}, fake_nvml_env(kResnet, "10"), dir.path());
+  ASSERT_EQ(p.wait(60), 0) << p.out() << p.err();
+  const std::string text = p.out();
+  EXPECT_GE(count_of(text, "\r\x1b[K"), 2) << text;
+  EXPECT_NE(text.find(" samples  GPU "), std::string::npos) << text;
+  EXPECT_NE(text.find("125 ticks, 0 missed (0 gaps)"), std::string::npos) << text;
 }
 
 TEST(CollectCli, StoppedProcessLeavesOneRecordedGapNotABurst) {
