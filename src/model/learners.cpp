@@ -7,7 +7,6 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <random>
 #include <thread>
 
 #include "epochcast/core/error.hpp"
@@ -468,6 +467,45 @@ class KnnLearner final : public Learner {
 
 // ---- Extra trees (Geurts et al. 2006): random thresholds, best of all features per node. ----
 
+// xoshiro256** seeded through splitmix64: a few cycles a draw, and the same stream on every
+// platform and standard library (std:: distributions differ between libstdc++ and libc++).
+class FastRng {
+ public:
+  explicit FastRng(std::uint64_t seed) {
+    for (auto& w : s_) {
+      seed += 0x9e3779b97f4a7c15ULL;
+      std::uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      w = z ^ (z >> 31);
+    }
+  }
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  // Uniform in [0, bound), bound < 2^32, unbiased (Lemire's multiply-and-reject).
+  std::uint32_t below(std::uint32_t bound) {
+    std::uint64_t m = (next() >> 32) * bound;
+    if (static_cast<std::uint32_t>(m) < bound) {
+      const std::uint32_t floor = static_cast<std::uint32_t>(-bound) % bound;
+      while (static_cast<std::uint32_t>(m) < floor) m = (next() >> 32) * bound;
+    }
+    return static_cast<std::uint32_t>(m >> 32);
+  }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  std::uint64_t s_[4];
+};
+
 class ExtraTreesLearner final : public Learner {
  public:
   explicit ExtraTreesLearner(const LearnerConfig& c)
@@ -501,16 +539,30 @@ class ExtraTreesLearner final : public Learner {
         columns[c * x.rows + i] = std::isfinite(value) ? value : fill_[c];
       }
     }
+    if (x.cols >= (1ULL << 31) || x.rows >= (1ULL << 32))
+      throw Error(ErrorCode::kInvalidArgument, "extra_trees: too many rows or columns");
+    // Split scores from labels in fixed point: integer sums are exact in any order, so the
+    // scan needs no chain of dependent floating-point adds. Scaled so any sum stays below
+    // 2^52 (exact as a double); leaf values are still means of the labels themselves.
+    double total = 0;
+    for (double v : y) {
+      if (!std::isfinite(v)) throw Error(ErrorCode::kInvalidArgument, "extra_trees: a label is not a finite number");
+      total += std::abs(v);
+    }
+    const int shift = total > 0 ? 51 - std::ilogb(total) : 0;
+    std::vector<std::int64_t> y_fixed(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) y_fixed[i] = std::llround(std::ldexp(y[i], shift));
     cols_ = x.cols;
     trees_.assign(static_cast<std::size_t>(trees_wanted_), {});
-    const Data data{columns.data(), x.rows, x.cols, y};
+    const Data data{columns.data(), x.rows, x.cols, y, y_fixed.data()};
     // Each tree has its own generator seeded from (seed, tree): same result for any thread count.
     auto work = [&](int first, int step) {
-      Scratch scratch{std::vector<std::size_t>(x.rows), std::vector<double>(x.rows), std::vector<double>(x.rows),
-                      std::vector<std::size_t>(x.cols)};
+      Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows),
+                      std::vector<std::int64_t>(x.rows), std::vector<std::uint32_t>(x.cols),
+                      std::vector<char>(x.cols, 0), {}};
       for (int t = first; t < trees_wanted_; t += step) {
-        std::mt19937_64 rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
-        std::iota(scratch.idx.begin(), scratch.idx.end(), 0);
+        FastRng rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
+        std::iota(scratch.idx.begin(), scratch.idx.end(), 0U);
         auto& nodes = trees_[static_cast<std::size_t>(t)];
         build(data, 0, x.rows, nodes, rng, scratch);
       }
@@ -598,12 +650,16 @@ class ExtraTreesLearner final : public Learner {
     const double* columns;  // column-major, missing filled
     std::size_t rows, cols;
     std::span<const double> y;
+    const std::int64_t* y_fixed;
   };
   struct Scratch {
-    std::vector<std::size_t> idx;  // the rows, partitioned node by node
-    std::vector<double> values;    // one column of the node's rows
-    std::vector<double> y;         // the node's labels
-    std::vector<std::size_t> order;
+    std::vector<std::uint32_t> idx;  // the rows, partitioned node by node
+    std::vector<double> values;      // one column of the node's rows
+    std::vector<std::int64_t> y;     // the node's labels, fixed point
+    std::vector<std::uint32_t> order;
+    // Features constant in the current node: constant in its whole subtree, never scanned again.
+    std::vector<char> constant;
+    std::vector<std::size_t> marked;  // the features set in `constant`, innermost node last
   };
   // Prediction layout: 16 bytes a node, children side by side, breadth first per tree.
   struct FlatNode {
@@ -613,15 +669,17 @@ class ExtraTreesLearner final : public Learner {
   };
 
   int build(const Data& d, std::size_t begin, std::size_t end, std::vector<Node>& nodes,
-            std::mt19937_64& rng, Scratch& s) {
+            FastRng& rng, Scratch& s) {
     const std::size_t n = end - begin;
-    const std::size_t* idx = s.idx.data() + begin;
-    double* yv = s.y.data();
+    const std::uint32_t* idx = s.idx.data() + begin;
+    std::int64_t* yv = s.y.data();
     double* vals = s.values.data();
     double sum = 0;
+    std::int64_t sum_fixed = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      yv[i] = d.y[idx[i]];
-      sum += yv[i];
+      sum += d.y[idx[i]];
+      yv[i] = d.y_fixed[idx[i]];
+      sum_fixed += yv[i];
     }
     const int id = static_cast<int>(nodes.size());
     nodes.push_back(Node{-1, 0, -1, -1, sum / static_cast<double>(n)});
@@ -629,46 +687,56 @@ class ExtraTreesLearner final : public Learner {
     double best_score = -std::numeric_limits<double>::infinity();
     int best_feature = -1;
     double best_threshold = 0;
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
     // A random subset of the features per node (partial Fisher-Yates, reset per node so the
     // draw depends only on the tree's own generator).
-    std::vector<std::size_t>& order = s.order;
-    std::iota(order.begin(), order.end(), 0);
+    std::vector<std::uint32_t>& order = s.order;
+    std::iota(order.begin(), order.end(), 0U);
     const std::size_t tries = std::clamp<std::size_t>(
         static_cast<std::size_t>(std::ceil(max_features_ * static_cast<double>(d.cols))), 1, d.cols);
     for (std::size_t j = 0; j < tries; ++j) {
-      std::uniform_int_distribution<std::size_t> pick(j, d.cols - 1);
-      std::swap(order[j], order[pick(rng)]);
+      std::swap(order[j], order[j + rng.below(static_cast<std::uint32_t>(d.cols - j))]);
     }
+    const std::size_t marked_before = s.marked.size();
     for (std::size_t j = 0; j < tries; ++j) {
       const std::size_t c = order[j];
+      if (s.constant[c]) {
+        (void)rng.next();  // drawn for every feature: the stream does not depend on data
+        continue;
+      }
       const double* col = d.columns + c * d.rows;
       const auto [lo, hi] = gather_min_max(col, idx, n, vals);
-      const double u = unit(rng);  // drawn for every feature: the stream does not depend on data
-      if (!(hi > lo)) continue;
+      const double u = rng.unit();
+      if (!(hi > lo)) {
+        s.constant[c] = 1;
+        s.marked.push_back(c);
+        continue;
+      }
       const double threshold = lo + u * (hi - lo);
       const auto [left_sum, left_n] = sum_at_or_below(vals, yv, n, threshold);
       const std::size_t right_n = n - left_n;
       if (left_n < static_cast<std::size_t>(min_leaf_) || right_n < static_cast<std::size_t>(min_leaf_))
         continue;
-      const double right_sum = sum - left_sum;
+      const auto l = static_cast<double>(left_sum), r = static_cast<double>(sum_fixed - left_sum);
       // Maximising this is maximising the variance reduction.
-      const double score = left_sum * left_sum / static_cast<double>(left_n) +
-                           right_sum * right_sum / static_cast<double>(right_n);
+      const double score = l * l / static_cast<double>(left_n) + r * r / static_cast<double>(right_n);
       if (score > best_score) {
         best_score = score;
         best_feature = static_cast<int>(c);
         best_threshold = threshold;
       }
     }
-    if (best_feature < 0) return id;
+    if (best_feature < 0) {
+      unmark(s, marked_before);
+      return id;
+    }
     const double* col = d.columns + static_cast<std::size_t>(best_feature) * d.rows;
     const auto first = s.idx.begin() + static_cast<long>(begin);
     const auto mid_it = std::partition(first, first + static_cast<long>(n),
-                                       [&](std::size_t r) { return col[r] <= best_threshold; });
+                                       [&](std::uint32_t r) { return col[r] <= best_threshold; });
     const auto mid = static_cast<std::size_t>(mid_it - s.idx.begin());
     const int left = build(d, begin, mid, nodes, rng, s);
     const int right = build(d, mid, end, nodes, rng, s);
+    unmark(s, marked_before);
     Node& node = nodes[static_cast<std::size_t>(id)];
     node.feature = best_feature;
     node.threshold = best_threshold;
@@ -677,9 +745,14 @@ class ExtraTreesLearner final : public Learner {
     return id;
   }
 
+  static void unmark(Scratch& s, std::size_t keep) {
+    for (std::size_t k = keep; k < s.marked.size(); ++k) s.constant[s.marked[k]] = 0;
+    s.marked.resize(keep);
+  }
+
   // The two loops every node runs for each candidate feature. Min/max with four independent
-  // accumulators (exact in any order; one is a chain of dependent compares).
-  static std::pair<double, double> gather_min_max(const double* col, const std::size_t* idx, std::size_t n,
+  // accumulators (one is a chain of dependent compares).
+  static std::pair<double, double> gather_min_max(const double* col, const std::uint32_t* idx, std::size_t n,
                                                   double* vals) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     double lo0 = kInf, lo1 = kInf, lo2 = kInf, lo3 = kInf, hi0 = -kInf, hi1 = -kInf, hi2 = -kInf, hi3 = -kInf;
@@ -701,25 +774,18 @@ class ExtraTreesLearner final : public Learner {
     return {std::min(std::min(lo0, lo1), std::min(lo2, lo3)), std::max(std::max(hi0, hi1), std::max(hi2, hi3))};
   }
 
-  static std::pair<double, std::size_t> sum_at_or_below(const double* vals, const double* y, std::size_t n,
-                                                        double threshold) {
-    // One sum in row order (the split scores, so the trees, stay those of a plain loop);
-    // y × (0 or 1) rather than a branch: which side a value falls on is unpredictable.
-    double sum = 0;
-    std::size_t c0 = 0, c1 = 0;
-    std::size_t i = 0;
-    for (; i + 2 <= n; i += 2) {
-      const int l0 = vals[i] <= threshold, l1 = vals[i + 1] <= threshold;
-      sum += y[i] * l0;
-      sum += y[i + 1] * l1;
-      c0 += static_cast<std::size_t>(l0), c1 += static_cast<std::size_t>(l1);
+  // Sum and count of the labels whose value is at or below the threshold; masks, not
+  // branches (which side a value falls on is unpredictable).
+  static std::pair<std::int64_t, std::size_t> sum_at_or_below(const double* vals, const std::int64_t* y,
+                                                              std::size_t n, double threshold) {
+    std::int64_t sum = 0;
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool left = vals[i] <= threshold;
+      sum += y[i] & -static_cast<std::int64_t>(left);
+      count += left;
     }
-    if (i < n) {
-      const int l = vals[i] <= threshold;
-      sum += y[i] * l;
-      c0 += static_cast<std::size_t>(l);
-    }
-    return {sum, c0 + c1};
+    return {sum, count};
   }
 
   void flatten() {
