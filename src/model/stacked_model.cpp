@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "epochcast/core/error.hpp"
 #include "learners.hpp"
@@ -272,25 +274,52 @@ void out_of_fold(const Matrix& x, const std::vector<double>& y, const std::vecto
                  const LearnerConfig& config, std::uint64_t seed, double lo, double hi,
                  Eigen::MatrixXd& oof, const std::function<void(std::string_view)>& tick) {
   const std::size_t p = x.cols;
-  for (std::size_t f = 0; f < splits.size(); ++f) {
-    const auto& [train, test] = splits[f];
-    Matrix xt(train.size(), p), xv(test.size(), p);
-    std::vector<double> yt(train.size());
-    for (std::size_t i = 0; i < train.size(); ++i) {
-      std::copy_n(x.row(train[i]).begin(), p, xt.row(i).begin());
-      yt[i] = y[train[i]];
+  // Splits are independent and write disjoint rows: fit them on `threads` workers, each
+  // learner on one thread (XGBoost fits on one anyway). Results do not depend on the count.
+  const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(config.threads), 1, splits.size());
+  LearnerConfig one = config;
+  if (workers > 1) one.threads = 1;
+  std::mutex tick_mutex;
+  auto run = [&](std::size_t first) {
+    for (std::size_t f = first; f < splits.size(); f += workers) {
+      const auto& [train, test] = splits[f];
+      Matrix xt(train.size(), p), xv(test.size(), p);
+      std::vector<double> yt(train.size());
+      for (std::size_t i = 0; i < train.size(); ++i) {
+        std::copy_n(x.row(train[i]).begin(), p, xt.row(i).begin());
+        yt[i] = y[train[i]];
+      }
+      for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, xv.row(i).begin());
+      auto learners = make_learners(one);
+      std::vector<double> out(test.size());
+      for (std::size_t l = 0; l < learners.size(); ++l) {
+        learners[l]->fit(xt, yt, seed + f * 7919 + l);
+        learners[l]->predict_many(xv, out);
+        for (std::size_t i = 0; i < test.size(); ++i)
+          oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = std::clamp(out[i], lo, hi);
+        std::lock_guard lock(tick_mutex);
+        tick(learners[l]->name());
+      }
     }
-    for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, xv.row(i).begin());
-    auto learners = make_learners(config);
-    std::vector<double> out(test.size());
-    for (std::size_t l = 0; l < learners.size(); ++l) {
-      learners[l]->fit(xt, yt, seed + f * 7919 + l);
-      learners[l]->predict_many(xv, out);
-      for (std::size_t i = 0; i < test.size(); ++i)
-        oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = std::clamp(out[i], lo, hi);
-      tick(learners[l]->name());
-    }
+  };
+  std::vector<std::exception_ptr> errors(workers);
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      try {
+        run(w);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  try {
+    run(0);
+  } catch (...) {
+    errors[0] = std::current_exception();
   }
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 // The level-quantile of absolute residuals, split-conformal style: the ceil(level*(n+1))-th.
