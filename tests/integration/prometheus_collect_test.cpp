@@ -75,6 +75,15 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
 
   const Segmentation original = detect_epochs(read_trace(kResnet));
   const Segmentation got = detect_epochs(scraped);
+  if (!got.found || std::abs(got.period_s * kSpeed - original.period_s) > 0.04 * original.period_s) {
+    // Kept for a post-mortem: what Prometheus gave back, and what the collector wrote.
+    const auto keep = std::filesystem::temp_directory_path() / "epochcast-prometheus-scraped.csv";
+    std::ofstream out(keep);
+    write_canonical_csv(scraped, out);
+    std::filesystem::copy_file(dir / "collected.csv", keep.string() + ".collected.csv",
+                               std::filesystem::copy_options::overwrite_existing);
+    ADD_FAILURE() << "scraped trace kept in " << keep.string() << " (" << scraped.size() << " samples)";
+  }
   ASSERT_TRUE(original.found);
   ASSERT_TRUE(got.found) << got.reason;
   EXPECT_NEAR(got.period_s * kSpeed, original.period_s, 0.04 * original.period_s) << got.reason;
