@@ -84,11 +84,11 @@ TEST(TraceFileWriter, BackgroundFlushWritesWithinTheIntervalWithoutFurtherAppend
   const auto header_bytes = fs::file_size(path);
   for (int i = 0; i < 5; ++i) writer.append(1764515000.0 + i * 0.01, kGpu, values(i, 2));
   EXPECT_EQ(fs::file_size(path), header_bytes) << "append() itself never writes in background mode";
-  // The flusher thread, not a later append, brings them to the file.
-  for (int i = 0; i < 100 && fs::file_size(path) == header_bytes; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(read_trace(path.string()).size(), 5u);
+  // The flusher thread, not a later append, brings them to the file. Waits for the flush to
+  // finish (the counter moves after the sync), not just for the file to grow.
+  for (int i = 0; i < 100 && writer.flushes() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_GE(writer.flushes(), 2u);
+  EXPECT_EQ(read_trace(path.string()).size(), 5u);
   writer.comment("end");
   writer.append(1764515000.1, kGpu, values(9, 9));
   writer.close();
