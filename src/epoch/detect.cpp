@@ -1133,12 +1133,12 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
 // and mid-epoch host hiccups look just the same. No single excursion tells a boundary from a
 // bump; only their placement can: between the busy region's two idle edges, n epochs put
 // n - 1 boundaries near k * span / n. Events are sharp steps (2-sample means, after minus
-// before) seen by at least two activity channels at once; for each n a chain (each boundary
-// within 15 % * sqrt(gap in epochs) of where the previous one predicts, so epoch jitter does
-// not accumulate against a fixed grid) picks the events that fit, scored by the binomial tail
-// of that many teeth hit by chance. The smallest tail over n is then compared with the same
-// statistic for the same number of events placed at random (Monte Carlo, fixed seed): the
-// confidence says how unlikely such an alignment is by chance, nothing else.
+// before, either direction) seen by at least two activity channels at once; for each n a chain
+// (each boundary within 15 % * sqrt(gap in epochs) of where the previous one predicts, so
+// epoch jitter does not accumulate against a fixed grid) picks the events that fit, scored by
+// the binomial tail of that many teeth hit by chance. The smallest tail over n is compared with
+// the same statistic for the same number of events placed at random (Monte Carlo, fixed seed):
+// the confidence says how unlikely such an alignment is by chance (0.5 at p = 1 %).
 
 constexpr double kStepClip = 4.0;          // per-channel step z-scores are clipped here
 constexpr double kCoincidence = 5.0;       // summed step z: more than one channel's clip
@@ -1150,12 +1150,11 @@ constexpr int kChainDraws = 2000;          // Monte Carlo null draws (p resoluti
 struct ChainFit {
   bool ok = false;
   int epochs = 0;
-  int sign = 0;                      // +1 rises, -1 drops
   double period_samples = 0;
   std::vector<double> boundaries;    // region samples, edges included
   std::size_t hits = 0, teeth = 0, events = 0;
   double tail = 1;                   // binomial tail of the best comb
-  double p_value = 1;                // Monte Carlo, both signs counted
+  double p_value = 1;                // Monte Carlo
   double confidence = 0;
   std::vector<Metric> channels;
 };
@@ -1277,13 +1276,16 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
   if (n_hi < n_lo_p) return out;
 
   std::vector<double> score(len);
-  for (int sign : {+1, -1}) {
+  {
     std::fill(score.begin(), score.end(), 0.0);
     for (const auto& zc : z)
       for (std::size_t i = 1; i + 1 < len; ++i) {
         double m = 0;
-        for (std::size_t j = i - 1; j <= i + 1; ++j) m = std::max(m, std::clamp(sign * zc[j], 0.0, kStepClip));
-        score[i] += m;  // a lag of a sample between channels (power follows with a delay) still coincides
+        for (std::size_t j = i - 1; j <= i + 1; ++j) m = std::max(m, std::min(std::abs(zc[j]), kStepClip));
+        // Either direction (a validation pass raises a starved loop's activity, lowers a busy
+        // one's; a 2-sample bump is a step up and one down, merged below into one event); a
+        // sample's lag between channels (power follows with a delay) still coincides.
+        score[i] += m;
       }
     std::vector<double> pos, val;
     for (std::size_t i = 1; i + 1 < len; ++i) {
@@ -1300,10 +1302,9 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     // edges' own boundaries: only the interior counts, for the data and the null alike.
     const double zone = 0.3 * span / n_lo_p;
     std::erase_if(pos, [&](double x) { return x + 0.5 < zone || span - 0.5 - x < zone; });
-    if (pos.size() < 2 || pos.size() > kChainMaxEvents) continue;
+    if (pos.size() < 2 || pos.size() > kChainMaxEvents) return out;
     ChainScore obs = score_chain(pos, span, n_lo_p, n_hi, true);
-
-    if (obs.epochs == 0) continue;
+    if (obs.epochs == 0) return out;
     // Null: the same number of events at random positions (at least min_lag/2 apart, as
     // observed), the same statistic; stop early once the alignment is plainly common.
     std::mt19937_64 rng(0x9e3779b97f4a7c15ULL ^ (len * 1315423911ULL) ^ pos.size());
@@ -1321,10 +1322,8 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
       std::sort(draw.begin(), draw.end());
       if (score_chain(draw, span, n_lo_p, n_hi, false).tail <= obs.tail) ++as_good;
     }
-    const double p = std::min(1.0, 2.0 * (as_good + 1.0) / (draws + 1.0));  // two signs tried
-    if (out.ok && p >= out.p_value) continue;
+    const double p = std::min(1.0, (as_good + 1.0) / (draws + 1.0));
     out.ok = true;
-    out.sign = sign;
     out.p_value = p;
     out.tail = obs.tail;
     out.epochs = obs.epochs;
@@ -1696,9 +1695,9 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
         eb.back() = seg.training_end_s;
         for (std::size_t i = 0; i + 1 < eb.size(); ++i) seg.epochs.push_back({eb[i], eb[i + 1]});
         seg.reason = with_notes(fmt::format(
-            "period {:.1f} samples from the busy region's edges and {}/{} inner boundaries at coincident {} "
-            "({} such events; chance alignment p = {:.3f}), {} epochs; the autocorrelation alone: {}",
-            ch.period_samples, ch.hits, ch.teeth, ch.sign > 0 ? "rises" : "drops", ch.events, ch.p_value,
+            "period {:.1f} samples from the busy region's edges and {}/{} inner boundaries at steps seen by two "
+            "channels at once ({} such steps; chance alignment p = {:.3f}), {} epochs; the autocorrelation alone: {}",
+            ch.period_samples, ch.hits, ch.teeth, ch.events, ch.p_value,
             ch.epochs, how));
         return seg;
       }
@@ -1708,9 +1707,9 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
         confidence = ch.confidence;
         seg.confidence = confidence;
         notes.push_back(fmt::format(
-            "edges and coincident {} suggest {} epochs of {:.3g} s ({}/{} inner boundaries, {} events), but such an "
+            "edges and coincident steps suggest {} epochs of {:.3g} s ({}/{} inner boundaries, {} steps), but such an "
             "alignment arises by chance with p = {:.3f} (confidence {:.2f})",
-            ch.sign > 0 ? "rises" : "drops", ch.epochs, ch.period_samples * dt, ch.hits, ch.teeth, ch.events,
+            ch.epochs, ch.period_samples * dt, ch.hits, ch.teeth, ch.events,
             ch.p_value, ch.confidence));
       }
     }

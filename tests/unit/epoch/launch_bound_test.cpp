@@ -75,18 +75,25 @@ TEST(LaunchBound, ChainFindsAreRight) {
   EXPECT_GE(chain, 4);
 }
 
-// Without it (the same bumps, no boundary signature): the chain never confirms, whatever the
-// number of epochs; its chance-alignment confidence stays below the default threshold.
-TEST(LaunchBound, NullTwinNeverConfirmedByTheChain) {
+// Without it (the same bumps, no boundary signature): the chain's confidence is a chance
+// probability (0.5 at p = 1 %), so over 125 null runs it may confirm one at most. (Measured:
+// 0 of these 125; 1 of 500 over seeds 0-99, at p = 0.010.)
+TEST(LaunchBound, NullTwinRarelyConfirmedByTheChain) {
+  int chain = 0;
   for (int epochs : {4, 5, 6, 8, 12}) {
     for (std::uint64_t seed = 0; seed < 25; ++seed) {
       auto spec = physical(epochs);
       spec.boundary_signature = false;
       const auto s = make_synthetic_trace(spec, seed * 7919 + 17);
       const auto seg = detect_epochs(s.trace);
-      EXPECT_FALSE(seg.found && by_chain(seg)) << "epochs " << epochs << " seed " << seed << ": " << seg.reason;
+      if (seg.found && by_chain(seg)) {
+        ++chain;
+        std::printf("null twin confirmed by the chain: epochs %d seed %llu: %s\n", epochs,
+                    static_cast<unsigned long long>(seed), seg.reason.c_str());
+      }
     }
   }
+  EXPECT_LE(chain, 1);
 }
 
 }  // namespace
