@@ -1243,9 +1243,8 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
   const std::size_t len = region.size();
   if (len < 24) return out;
   // Per-channel step z-scores: 2-sample mean after minus before, over the channel's own noise
-  // width of that difference (robust spread, at least one reading step).
-  std::vector<std::vector<double>> z;
-  std::vector<double> d(len, 0.0), dev;
+  // width of that difference (robust spread, at least one reading step), summed into `score`.
+  std::vector<double> d(len, 0.0), dev, score(len, 0.0);
   for (const auto& u : channels) {
     if (std::find(kDipChannels.begin(), kDipChannels.end(), u.metric) == kDipChannels.end()) continue;
     const auto x = u.values.subspan(region.begin, len);
@@ -1263,30 +1262,20 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     }
     if (step == 0) continue;  // constant: no evidence
     const double noise = std::max(1.4826 * signal::median(dev), step);
-    std::vector<double> zc(len, 0.0);
-    for (std::size_t i = 2; i + 1 < len; ++i) zc[i] = (d[i] - mid) / noise;
-    z.push_back(std::move(zc));
+    auto z = [&](std::size_t j) { return j >= 2 && j + 1 < len ? std::min(std::abs(d[j] - mid) / noise, kStepClip) : 0.0; };
+    // Either direction (a validation pass raises a starved loop's activity, lowers a busy one's;
+    // a 2-sample bump is a step up and one down, merged below into one event); a sample's lag
+    // between channels (power follows with a delay) still coincides.
+    for (std::size_t i = 1; i + 1 < len; ++i) score[i] += std::max({z(i - 1), z(i), z(i + 1)});
     out.channels.push_back(u.metric);
   }
-  if (z.size() < 2) return out;  // coincidence needs two channels
+  if (out.channels.size() < 2) return out;  // coincidence needs two channels
   const double span = static_cast<double>(len);
   const int n_lo = std::max(2, min_epochs);
-  int n_hi = std::min<int>(kChainMaxEpochs, static_cast<int>(span / min_lag));
+  const int n_hi = std::min<int>(kChainMaxEpochs, static_cast<int>(span / min_lag));
   const int n_lo_p = max_lag > 0 ? std::max(n_lo, static_cast<int>(std::ceil(span / max_lag))) : n_lo;
   if (n_hi < n_lo_p) return out;
-
-  std::vector<double> score(len);
   {
-    std::fill(score.begin(), score.end(), 0.0);
-    for (const auto& zc : z)
-      for (std::size_t i = 1; i + 1 < len; ++i) {
-        double m = 0;
-        for (std::size_t j = i - 1; j <= i + 1; ++j) m = std::max(m, std::min(std::abs(zc[j]), kStepClip));
-        // Either direction (a validation pass raises a starved loop's activity, lowers a busy
-        // one's; a 2-sample bump is a step up and one down, merged below into one event); a
-        // sample's lag between channels (power follows with a delay) still coincides.
-        score[i] += m;
-      }
     std::vector<double> pos, val;
     for (std::size_t i = 1; i + 1 < len; ++i) {
       if (score[i] < kCoincidence || score[i - 1] > score[i] || score[i + 1] >= score[i]) continue;
