@@ -881,6 +881,26 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
   return amplitude / step;
 }
 
+// True when the region's values span at most one reading step (e.g. only 1965 and 1980 MHz).
+bool toggles_between_two_readings(std::span<const double> raw, std::span<const double> readings) {
+  double lo = kInf, hi = -kInf;
+  for (double v : raw) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  if (!(hi > lo)) return false;
+  std::vector<double> sorted;
+  for (std::size_t i = 0; i < readings.size() && sorted.size() < 4096; ++i)
+    if (std::isfinite(readings[i])) sorted.push_back(readings[i]);
+  std::sort(sorted.begin(), sorted.end());
+  double step = 0;
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    const double d = sorted[i] - sorted[i - 1];
+    if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
+  }
+  return step > 0 && hi - lo <= step * (1 + 1e-9);
+}
+
 double clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
 
 // ---- Boundary events: a second, independent proposer ----
@@ -1367,7 +1387,9 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
 
 }  // namespace
 
-Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
+// left_out: channels not to use (the retry without a two-level flicker channel, below).
+static Segmentation detect_without(const Trace& trace, const DetectOptions& options,
+                                   const std::vector<Metric>& left_out) {
   Segmentation seg;
   seg.first_timestamp = trace.first_timestamp;
   const std::size_t n_raw = trace.size();
@@ -1443,6 +1465,7 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
     u.unchecked = false;
   };
   for (const auto& usable : kUsable) {
+    if (std::find(left_out.begin(), left_out.end(), usable.metric) != left_out.end()) continue;
     const Channel* ch = trace.find(usable.metric);
     if (!ch || ch->values.size() != n_raw) continue;
     Uniform u;
@@ -1599,7 +1622,26 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
       if (steps >= 2.0) resolved_evidence += e;
     }
   }
+
   const double resolved = evidence > 0 ? resolved_evidence / evidence : 0.0;
+  std::vector<Metric> two_level;  // channels that only toggle between two adjacent readings
+  if (resolved < 0.5 && left_out.empty())
+    for (const auto& u : channels) {
+      const Channel* original = trace.find(u.metric);
+      if (original && toggles_between_two_readings(u.values.subspan(region.begin, region.size()), original->values))
+        two_level.push_back(u.metric);
+    }
+  if (!two_level.empty()) {
+    // A clock stepping 1980 <-> 1965 MHz now and then, resampled (a Prometheus scrape of a
+    // collector), can outvote the channels that carry the epochs: look again without it, once.
+    Segmentation again = detect_without(trace, options, two_level);
+    if (again.found) {
+      std::string names;
+      for (Metric m : two_level) names += (names.empty() ? "" : ", ") + std::string(info(m).tag);
+      again.reason += fmt::format("; {} left out (it only toggles between two adjacent readings)", names);
+      return again;
+    }
+  }
   confidence *= 0.2 + 0.8 * resolved;
   if (resolved < 0.5)
     notes.push_back("the periodic signature is mostly within one reading step (quantisation flicker)");
@@ -1724,6 +1766,10 @@ Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
 }
 
 // ---- Detector ----
+
+Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
+  return detect_without(trace, options, {});
+}
 
 Detector::Detector(DetectOptions options) : options_(options) {}
 

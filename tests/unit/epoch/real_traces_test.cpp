@@ -104,6 +104,24 @@ TEST(RealTraceLaunchBound, LenetBestGuessFromTheEdgeChain) {
   }
 }
 
+// resnet50 replayed, collected, scraped by Prometheus and read back (tests/data/prometheus):
+// a clock toggling 1980 <-> 1965 MHz outvoted the epoch channels until two-level channels were
+// left out on a second look.
+TEST(RealTraceResampled, TwoLevelClockDoesNotOutvoteTheEpochs) {
+  const double original = detect_epochs(load("resnet50_224_bs256_bf16").trace).period_s;
+  ASSERT_GT(original, 0);
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/prometheus/";
+  for (const auto& [file, speed] : {std::pair{"resnet50_replay1x_scraped.csv", 1.0},
+                                    std::pair{"resnet50_replay1.5x_scraped.csv", 1.5}}) {
+    const auto seg = detect_epochs(read_trace(dir + file));
+    std::printf("%s found=%d period=%.3f expected=%.3f conf=%.2f | %s\n", file, seg.found, seg.period_s,
+                original / speed, seg.confidence, seg.reason.c_str());
+    ASSERT_TRUE(seg.found) << file << ": " << seg.reason;
+    EXPECT_NEAR(seg.period_s * speed, original, 0.03 * original) << file;
+    EXPECT_NE(seg.reason.find("sm_clock_mhz left out"), std::string::npos) << seg.reason;
+  }
+}
+
 TEST(RealTraceNoSignature, AbstainsOrIsRight) {
   for (bool host : {true, false}) {
     const auto l = load("mobilenetv2_224_bs128_noval", host);
