@@ -70,60 +70,115 @@ void line_sums(std::span<const double> y, double& sum, double& sum_iy) {
   sum_iy = q;
 }
 
-std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
-                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out, bool store_level0) {
+std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, double base, double slope, double inv,
+                                double clip, double valid_lo, double valid_hi, const PyramidStore& want,
+                                std::array<Buffer, 4>& out, std::array<std::size_t, 4>& out_first, Buffer* level4) {
   const std::size_t n = y.size();
-  out[0].resize(store_level0 ? n : 0);
-  out[1].resize(n / 2);
-  out[2].resize(n / 4);
-  out[3].resize(n / 8);
-  const double* p = y.data();
-  double* o0 = out[0].data();
-  double* o1 = out[1].data();
-  double* o2 = out[2].data();
-  double* o3 = out[3].data();
-  const V2 vbase = splat(base), vslope = splat(slope), vinv = splat(inv), hi = splat(clip), lo = splat(-clip);
-  const V2 vlo = splat(valid_lo), vhi = splat(valid_hi);
-  V2i good{0, 0};
-  V2 idx{0, 1};
-  const V2 two = splat(2);
-  auto z = [&](const double* q) {
-    const V2 v = load2(q);
-    good -= (v >= vlo) & (v <= vhi);
-    V2 r = (v - vbase - vslope * idx) * vinv;
-    idx += two;
-    r = r < hi ? r : hi;  // minpd / maxpd (NaN cannot occur: checked or repaired input)
-    r = r > lo ? r : lo;
-    return r;
-  };
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {  // 8 samples -> 8, 4, 2 and 1 values of levels 0..3
-    const V2 a = z(p + i), b = z(p + i + 2), c = z(p + i + 4), d = z(p + i + 6);
-    if (store_level0) {
-      store2(o0 + i, a);
-      store2(o0 + i + 2, b);
-      store2(o0 + i + 4, c);
-      store2(o0 + i + 6, d);
+  const std::size_t blocks = n / 16;  // whole 16-sample blocks: 16, 8, 4, 2, 1 values of levels 0..4
+  // Per level, the blocks whose values are stored (the wanted range rounded out to blocks) and
+  // the stored index range; the last < 16 samples (the tail) are stored when the range reaches them.
+  std::array<std::size_t, 4> block_lo{}, block_hi{}, last{};
+  for (std::size_t l = 0; l < 4; ++l) {
+    const std::size_t len = n >> l;
+    const std::size_t lo = std::min(want[l].first, len), hi = std::min(std::max(want[l].second, lo), len);
+    if (lo == hi) {
+      block_lo[l] = block_hi[l] = 0;
+      out_first[l] = last[l] = 0;
+    } else {
+      block_lo[l] = (lo << l) / 16;
+      block_hi[l] = std::min(blocks, ((hi << l) + 15) / 16);
+      out_first[l] = (block_lo[l] * 16) >> l;
+      last[l] = hi > ((blocks * 16) >> l) ? len : (block_hi[l] * 16) >> l;
     }
-    const V2 e = pair_means(a, b), f = pair_means(c, d);
-    store2(o1 + i / 2, e);
-    store2(o1 + i / 2 + 2, f);
-    const V2 g = pair_means(e, f);
-    store2(o2 + i / 4, g);
-    o3[i / 8] = 0.5 * (g[0] + g[1]);
+    out[l].resize(last[l] - out_first[l]);
   }
-  auto ok = static_cast<std::size_t>(good[0] + good[1]);
-  double tail[8];  // level 0 of the last < 8 samples (when level 0 is not stored)
-  const std::size_t t0 = i;
-  for (; i < n; ++i) {
+  if (level4) level4->resize(blocks);
+  const double* p = y.data();
+  std::array<double*, 4> o{};
+  for (std::size_t l = 0; l < 4; ++l) o[l] = out[l].data() - out_first[l];  // indexed by level index
+  double* o4 = level4 ? level4->data() : nullptr;
+  const V2 vbase = splat(base), vslope = splat(slope), vinv = splat(inv), hi = splat(clip), lo = splat(-clip);
+  const V2 two = splat(2);
+  // Readings checked by their running min and max (NaN is lost there, but it survives the
+  // clip below and the pairwise means into `nan_probe`); counted exactly only when bad.
+  V2 vmin = splat(std::numeric_limits<double>::infinity()), vmax = -vmin, nan_probe = splat(0);
+  // Blocks [b, e) with one store mask (bit l: level l stored there).
+  auto sweep = [&](std::size_t b, std::size_t e, unsigned mask) __attribute__((always_inline)) {
+    const auto f = static_cast<double>(first + b * 16);
+    V2 idx{f, f + 1};
+    auto z = [&](const double* q) __attribute__((always_inline)) {
+      const V2 v = load2(q);
+      vmin = v < vmin ? v : vmin;
+      vmax = v > vmax ? v : vmax;
+      V2 r = (v - vbase - vslope * idx) * vinv;
+      idx += two;
+      r = hi < r ? hi : r;  // minpd / maxpd, operands in the order that keeps a NaN
+      r = lo > r ? lo : r;
+      return r;
+    };
+    // Four samples -> levels 0 and 1 (stored as the mask says).
+    auto quad = [&](const double* q, std::size_t i) __attribute__((always_inline)) {
+      const V2 a0 = z(q), a1 = z(q + 2);
+      if (mask & 1u) store2(o[0] + i, a0), store2(o[0] + i + 2, a1);
+      const V2 m = pair_means(a0, a1);
+      if (mask & 2u) store2(o[1] + i / 2, m);
+      return m;
+    };
+    for (std::size_t k = b; k < e; ++k) {
+      const std::size_t i = k * 16;
+      const double* q = p + i;
+      const V2 b0 = quad(q, i), b1 = quad(q + 4, i + 4);
+      const V2 c0 = pair_means(b0, b1);
+      const V2 b2 = quad(q + 8, i + 8), b3 = quad(q + 12, i + 12);
+      const V2 c1 = pair_means(b2, b3);
+      if (mask & 4u) store2(o[2] + i / 4, c0), store2(o[2] + i / 4 + 2, c1);
+      const V2 d0 = pair_means(c0, c1);
+      if (mask & 8u) store2(o[3] + i / 8, d0);
+      nan_probe += d0;
+      if (o4) o4[k] = 0.5 * (d0[0] + d0[1]);
+    }
+  };
+  // Segments between the store ranges' block bounds, each swept with its own mask.
+  std::array<std::size_t, 10> cuts{0, blocks};
+  std::size_t ncut = 2;
+  for (std::size_t l = 0; l < 4; ++l) cuts[ncut++] = block_lo[l], cuts[ncut++] = block_hi[l];
+  std::sort(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(ncut));
+  for (std::size_t s = 0; s + 1 < ncut; ++s) {
+    const std::size_t b = cuts[s], e = cuts[s + 1];
+    if (b >= e) continue;
+    unsigned mask = 0;
+    for (std::size_t l = 0; l < 4; ++l)
+      if (block_lo[l] <= b && e <= block_hi[l]) mask |= 1u << l;
+    sweep(b, e, mask);
+  }
+  const bool clean = vmin[0] >= valid_lo && vmin[1] >= valid_lo && vmax[0] <= valid_hi && vmax[1] <= valid_hi &&
+                     nan_probe[0] == nan_probe[0] && nan_probe[1] == nan_probe[1];
+  std::size_t ok = clean ? blocks * 16 : blocks * 16 - count_outside(y.first(blocks * 16), valid_lo, valid_hi);
+  // The tail: level values from its samples, stored where the ranges reach them.
+  const std::size_t t0 = blocks * 16;
+  std::array<std::array<double, 16>, 4> tail{};
+  for (std::size_t i = t0; i < n; ++i) {
     ok += p[i] >= valid_lo && p[i] <= valid_hi;
-    const double v = (p[i] - base - slope * static_cast<double>(i)) * inv;
-    tail[i - t0] = v > clip ? clip : (v < -clip ? -clip : v);
-    if (store_level0) o0[i] = tail[i - t0];
+    const double v = (p[i] - base - slope * static_cast<double>(first + i)) * inv;
+    tail[0][i - t0] = v > clip ? clip : (v < -clip ? -clip : v);
   }
-  for (std::size_t k = (n / 8) * 4; k < n / 2; ++k) o1[k] = 0.5 * (tail[2 * k - t0] + tail[2 * k + 1 - t0]);
-  for (std::size_t k = (n / 8) * 2; k < n / 4; ++k) o2[k] = 0.5 * (o1[2 * k] + o1[2 * k + 1]);
+  for (std::size_t l = 0; l < 4; ++l) {
+    const std::size_t from = t0 >> l, len = n >> l;
+    if (l > 0)
+      for (std::size_t k = from; k < len; ++k)
+        tail[l][k - from] = 0.5 * (tail[l - 1][2 * k - (t0 >> (l - 1))] + tail[l - 1][2 * k + 1 - (t0 >> (l - 1))]);
+    if (last[l] == len)
+      for (std::size_t k = std::max(from, out_first[l]); k < len; ++k) o[l][k] = tail[l][k - from];
+  }
   return n - ok;
+}
+
+std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
+                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out) {
+  const std::size_t all = y.size();
+  std::array<std::size_t, 4> first{};
+  return affine_clip_pyramid(y, 0, base, slope, inv, clip, valid_lo, valid_hi, {{{0, all}, {0, all}, {0, all}, {0, all}}},
+                             out, first, nullptr);
 }
 
 std::vector<double> resample_uniform(std::span<const double> time_s, std::span<const double> values,
@@ -185,28 +240,6 @@ double fill_gaps(std::vector<double>& x) {
   if (prev == n) return 1.0;
   for (std::size_t k = prev + 1; k < n; ++k) x[k] = x[prev];
   return static_cast<double>(missing) / static_cast<double>(n);
-}
-
-void affine_clip(std::span<const double> y, std::size_t first, double base, double slope, double inv, double clip,
-                 std::span<double> out) {
-  const std::size_t n = std::min(out.size(), y.size() > first ? y.size() - first : 0);
-  const double* p = y.data() + first;
-  double* o = out.data();
-  const V2 vbase = splat(base), vslope = splat(slope), vinv = splat(inv), hi = splat(clip), lo = splat(-clip);
-  V2 idx{static_cast<double>(first), static_cast<double>(first + 1)};
-  const V2 two = splat(2);
-  std::size_t k = 0;
-  for (; k + 2 <= n; k += 2) {
-    V2 r = (load2(p + k) - vbase - vslope * idx) * vinv;
-    r = r < hi ? r : hi;  // minpd / maxpd (NaN cannot occur: checked or repaired input)
-    r = r > lo ? r : lo;
-    store2(o + k, r);
-    idx += two;
-  }
-  for (; k < n; ++k) {
-    const double v = (p[k] - base - slope * static_cast<double>(first + k)) * inv;
-    o[k] = v > clip ? clip : (v < -clip ? -clip : v);
-  }
 }
 
 double quantile(std::span<const double> x, double q) {
