@@ -328,15 +328,15 @@ std::vector<double> combined_acf(const Analysis& an, std::size_t level, std::siz
                                  std::size_t window_cap = kAcfWindow) {
   std::vector<double> total(hi - lo + 1, 0.0);
   std::vector<double> r;
+  signal::Buffer work;
   double wsum = 0;
   if (per_channel) per_channel->assign(an.metrics.size(), {});
   for (std::size_t c = 0; c < an.metrics.size(); ++c) {
     if (level >= an.pyramid[c].levels.size()) continue;
     auto window = an.window(c, level, window_cap);
-    signal::Buffer x(window.begin(), window.end());
-    if (use_high_pass) high_pass(x, 4 * hi);
-    signal::add_scalar(x, -signal::sum(x) / static_cast<double>(x.size()));
-    signal::autocorrelation(x, lo, hi, r);
+    // As high_pass() then the mean removed, in two sweeps over the window.
+    const std::size_t width = use_high_pass && 4 * hi >= 3 && window.size() >= 8 * hi ? 4 * hi : 0;
+    signal::centred_autocorrelation(window, width, lo, hi, work, r);
     if (per_channel) (*per_channel)[c] = r;
     const double w = an.weight.empty() ? 1.0 : an.weight[c];
     if (w <= 0) continue;

@@ -1,6 +1,7 @@
 #include "signal.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -244,9 +245,33 @@ double fill_gaps(std::vector<double>& x) {
 
 double quantile(std::span<const double> x, double q) {
   if (x.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const std::size_t n = x.size();
+  const auto k = static_cast<std::size_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(n - 1) + 0.5);
+  constexpr std::size_t kPivots = 256, kMargin = 20;
+  if (n >= 8 * kPivots) {
+    // Two pivots from a sorted strided sample bracket rank k; one branch-free sweep counts the
+    // values below and keeps those between them, and the k-th value is selected among the
+    // kept (~1/6 of them). Exact; a bracket that misses falls back to the whole copy.
+    std::array<double, kPivots> piv;
+    const std::size_t stride = n / kPivots;
+    for (std::size_t j = 0; j < kPivots; ++j) piv[j] = x[j * stride];
+    std::sort(piv.begin(), piv.end());
+    const std::size_t at = k * (kPivots - 1) / (n - 1);
+    const double lo = piv[at >= kMargin ? at - kMargin : 0], hi = piv[std::min(kPivots - 1, at + kMargin)];
+    std::vector<double> kept(n);
+    std::size_t m = 0, below = 0;
+    for (const double v : x) {
+      kept[m] = v;
+      m += (v >= lo) & (v <= hi);
+      below += v < lo;
+    }
+    if (below <= k && k < below + m) {
+      const auto it = kept.begin() + static_cast<std::ptrdiff_t>(k - below);
+      std::nth_element(kept.begin(), it, kept.begin() + static_cast<std::ptrdiff_t>(m));
+      return *it;
+    }
+  }
   std::vector<double> copy(x.begin(), x.end());
-  const auto k = static_cast<std::size_t>(
-      std::clamp(q, 0.0, 1.0) * static_cast<double>(copy.size() - 1) + 0.5);
   std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(k), copy.end());
   return copy[k];
 }
@@ -404,7 +429,103 @@ void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
   };
   const double energy = dot(n, 0);
   if (!(energy > 0)) return;
-  for (std::size_t k = lo; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
+  std::size_t k = lo;
+  // Four lags per sweep: x[i] is loaded once for all four (the sweep was bound by loads).
+  for (; k + 3 <= hi && k + 3 < n; k += 4) {
+    const std::size_t m = n - (k + 3);
+    V2 a0 = splat(0), a1 = splat(0), a2 = splat(0), a3 = splat(0);
+    V2 b0 = splat(0), b1 = splat(0), b2 = splat(0), b3 = splat(0);
+    std::size_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      const V2 x0 = load2(p + i), x1 = load2(p + i + 2);
+      const double* q = p + i + k;
+      a0 += x0 * load2(q), b0 += x1 * load2(q + 2);
+      a1 += x0 * load2(q + 1), b1 += x1 * load2(q + 3);
+      a2 += x0 * load2(q + 2), b2 += x1 * load2(q + 4);
+      a3 += x0 * load2(q + 3), b3 += x1 * load2(q + 5);
+    }
+    const std::array<double, 4> part{hsum(a0 + b0), hsum(a1 + b1), hsum(a2 + b2), hsum(a3 + b3)};
+    for (std::size_t j = 0; j < 4; ++j) {
+      double s = part[j];
+      for (std::size_t t = i; t + k + j < n; ++t) s += p[t] * p[t + k + j];
+      out[k + j - lo] = s / energy;
+    }
+  }
+  for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
+}
+
+void centred_autocorrelation(std::span<const double> x, std::size_t width, std::size_t lo, std::size_t hi,
+                             Buffer& work, std::vector<double>& out) {
+  const std::size_t n = x.size();
+  work.resize(n);
+  const double* p = x.data();
+  double* w = work.data();
+  V2 s0 = splat(0), s1 = splat(0);
+  if (width > 0 && n > 0) {
+    // x minus its centred moving average (as subtract_moving_average), written to `work`
+    // straight from the source; prefix sums as four interleaved chains over four quarters.
+    const std::size_t left = (width - 1) / 2, right = width - 1 - left;
+    Buffer prefix(n + 1);
+    prefix[0] = 0;
+    double* P = prefix.data() + 1;
+    const std::size_t q = n / 4;
+    double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    for (std::size_t i = 0; i < q; ++i) {
+      c0 += p[i];
+      c1 += p[q + i];
+      c2 += p[2 * q + i];
+      c3 += p[3 * q + i];
+      P[i] = c0;
+      P[q + i] = c1;
+      P[2 * q + i] = c2;
+      P[3 * q + i] = c3;
+    }
+    for (std::size_t i = 4 * q; i < n; ++i) {
+      c3 += p[i];
+      P[i] = c3;
+    }
+    const double o1 = c0, o2 = o1 + c1, o3 = o2 + c2;
+    for (std::size_t i = q; i < 2 * q; ++i) P[i] += o1;
+    for (std::size_t i = 2 * q; i < 3 * q; ++i) P[i] += o2;
+    for (std::size_t i = 3 * q; i < n; ++i) P[i] += o3;
+    const double inv = 1.0 / static_cast<double>(width);
+    const double* S = prefix.data();
+    const std::size_t first = std::min(n, left), last = std::max(first, n >= right ? n - right : 0);
+    auto edge = [&](std::size_t i) {
+      const std::size_t a = i >= left ? i - left : 0;
+      const std::size_t b = std::min(n, i + right + 1);
+      w[i] = p[i] - (S[b] - S[a]) / static_cast<double>(b - a);
+      s0[0] += w[i];
+    };
+    for (std::size_t i = 0; i < first; ++i) edge(i);
+    const V2 vinv = splat(inv);
+    std::size_t i = first;
+    for (; i + 2 <= last; i += 2) {
+      const V2 v = load2(p + i) - (load2(S + i + right + 1) - load2(S + i - left)) * vinv;
+      store2(w + i, v);
+      s1 += v;
+    }
+    for (; i < last; ++i) {
+      w[i] = p[i] - (S[i + right + 1] - S[i - left]) * inv;
+      s0[1] += w[i];
+    }
+    for (i = last; i < n; ++i) edge(i);
+  } else {
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      const V2 a = load2(p + i), b = load2(p + i + 2);
+      store2(w + i, a), store2(w + i + 2, b);
+      s0 += a, s1 += b;
+    }
+    for (; i < n; ++i) s0[0] += (w[i] = p[i]);
+  }
+  if (n > 0) {
+    const V2 mean = splat(hsum(s0 + s1) / static_cast<double>(n));
+    std::size_t i = 0;
+    for (; i + 2 <= n; i += 2) store2(w + i, load2(w + i) - mean);
+    for (; i < n; ++i) w[i] -= mean[0];
+  }
+  autocorrelation(std::span<const double>(w, n), lo, hi, out);
 }
 
 double parabolic_offset(double a, double b, double c) {

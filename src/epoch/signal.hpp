@@ -92,6 +92,11 @@ std::size_t check_timestamps(std::span<const double> t, double dt, double tolera
 void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
                      std::vector<double>& out);
 
+// autocorrelation() of x after subtracting its centred moving average of `width` samples
+// (0: none) and then its mean, without changing x (`work` holds the result of the two).
+void centred_autocorrelation(std::span<const double> x, std::size_t width, std::size_t lo, std::size_t hi,
+                             Buffer& work, std::vector<double>& out);
+
 // Vertex of the parabola through (-1, a), (0, b), (1, c): offset in [-0.5, 0.5].
 double parabolic_offset(double a, double b, double c);
 

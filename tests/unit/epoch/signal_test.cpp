@@ -2,6 +2,7 @@
 // every tail case (n mod 8 = 0..7), with NaN and implausible readings placed in the tails too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -98,20 +99,115 @@ TEST(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
 }
 
 TEST(Signal, AutocorrelationMatchesDirectSum) {
-  auto x = random_series(777, 3);
-  double mean = 0;
-  for (double v : x) mean += v;
-  mean /= static_cast<double>(x.size());
-  for (double& v : x) v -= mean;
-  std::vector<double> r;
-  autocorrelation(x, 1, 20, r);
-  double e = 0;
-  for (double v : x) e += v * v;
-  for (std::size_t k = 1; k <= 20; ++k) {
-    double s = 0;
-    for (std::size_t i = 0; i + k < x.size(); ++i) s += x[i] * x[i + k];
-    EXPECT_NEAR(r[k - 1], s / e, 1e-12) << k;
+  // Lags swept four at a time: every remainder of lags and of samples, lags past the end.
+  for (std::size_t n : {3u, 5u, 9u, 22u, 23u, 24u, 25u, 777u}) {
+    auto x = random_series(n, 3 + n);
+    double mean = 0;
+    for (double v : x) mean += v;
+    mean /= static_cast<double>(x.size());
+    for (double& v : x) v -= mean;
+    double e = 0;
+    for (double v : x) e += v * v;
+    for (std::size_t lo : {1u, 2u, 6u})
+      for (std::size_t hi : {lo, lo + 2, lo + 3, lo + 4, std::size_t{20}}) {
+        std::vector<double> r;
+        autocorrelation(x, lo, hi, r);
+        ASSERT_EQ(r.size(), hi - lo + 1);
+        for (std::size_t k = lo; k <= hi; ++k) {
+          double s = 0;
+          for (std::size_t i = 0; i + k < x.size(); ++i) s += x[i] * x[i + k];
+          EXPECT_NEAR(r[k - lo], k < n ? s / e : 0.0, 1e-12) << n << " " << lo << " " << hi << " " << k;
+        }
+      }
   }
+}
+
+// The windowed sweep (levels 0-3 stored over part of their range, level 4 whole) gives the
+// same values as the whole sweep and scalar pairwise means, for every tail length (n mod 16),
+// store ranges that start and end inside a block or reach into the tail, and an index offset.
+TEST(Signal, WindowedPyramidSweepMatchesWholeLevels) {
+  for (std::size_t n = 0; n < 80; ++n) {
+    for (std::size_t first : {0u, 5u}) {
+      auto y = random_series(n + 200, n * 3 + first);
+      const double base = 48, slope = 0.01, inv = 1.0 / 15, clip = 1.5;
+      std::vector<std::vector<double>> ref(5);
+      ref[0].resize(y.size());
+      for (std::size_t i = 0; i < y.size(); ++i)
+        ref[0][i] = std::clamp((y[i] - base - slope * static_cast<double>(first + i)) * inv, -clip, clip);
+      for (std::size_t l = 1; l < 5; ++l) {
+        ref[l].resize(ref[l - 1].size() / 2);
+        for (std::size_t k = 0; k < ref[l].size(); ++k) ref[l][k] = 0.5 * (ref[l - 1][2 * k] + ref[l - 1][2 * k + 1]);
+      }
+      // Ranges: [n/3, n/3 + n/2) on level 0, halved per level; the last one runs to the end.
+      PyramidStore want;
+      for (std::size_t l = 0; l < 4; ++l) {
+        const std::size_t len = y.size() >> l;
+        want[l] = l == 3 ? std::pair{len / 2, len} : std::pair{std::min(len, (n / 3) >> l), std::min(len, ((n / 3) >> l) + 7 + n / 2)};
+      }
+      std::array<Buffer, 4> out;
+      std::array<std::size_t, 4> from{};
+      Buffer level4;
+      ASSERT_EQ(affine_clip_pyramid(y, first, base, slope, inv, clip, -1e9, 1e9, want, out, from, &level4), 0u);
+      for (std::size_t l = 0; l < 4; ++l) {
+        ASSERT_LE(from[l], want[l].first) << n << " level " << l;
+        ASSERT_GE(from[l] + out[l].size(), want[l].second) << n << " level " << l;
+        ASSERT_LE(from[l] + out[l].size(), ref[l].size()) << n << " level " << l;
+        for (std::size_t k = 0; k < out[l].size(); ++k)
+          ASSERT_EQ(out[l][k], ref[l][from[l] + k]) << n << " level " << l << " at " << from[l] + k;
+      }
+      ASSERT_EQ(level4.size(), ref[4].size()) << n;
+      for (std::size_t k = 0; k < level4.size(); ++k) ASSERT_EQ(level4[k], ref[4][k]) << n << " level 4 at " << k;
+      // A NaN or an implausible reading anywhere (in a block or in the tail) is counted.
+      for (std::size_t at : {std::size_t{0}, y.size() / 2, y.size() - 1}) {
+        auto bad = y;
+        bad[at] = at % 2 ? std::numeric_limits<double>::quiet_NaN() : 2e9;
+        EXPECT_EQ(affine_clip_pyramid(bad, first, base, slope, inv, clip, -1e9, 1e9, want, out, from, &level4), 1u)
+            << n << " at " << at;
+        bad[at] = -std::numeric_limits<double>::infinity();
+        EXPECT_EQ(affine_clip_pyramid(bad, first, base, slope, inv, clip, -1e9, 1e9, want, out, from, &level4), 1u)
+            << n << " at " << at;
+      }
+    }
+  }
+}
+
+TEST(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
+  std::mt19937_64 rng(11);
+  for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 5000u, 16384u}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      std::vector<double> x(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        x[i] = kind == 0 ? u : kind == 1 ? std::floor(u * 4) : kind == 2 ? std::exp(10 * u) : (i % 97 == 0 ? 1e6 : 3.0);
+      }
+      if (kind == 3) std::sort(x.begin(), x.end());  // sorted: the strided pivots see every value
+      for (double q : {0.0, 0.01, 0.25, 0.5, 0.99, 1.0}) {
+        auto copy = x;
+        const auto k = static_cast<std::size_t>(q * static_cast<double>(n - 1) + 0.5);
+        std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(k), copy.end());
+        EXPECT_EQ(quantile(x, q), copy[k]) << n << " kind " << kind << " q " << q;
+      }
+    }
+  }
+}
+
+TEST(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
+  for (std::size_t n : {1u, 2u, 7u, 64u, 1001u, 4099u})
+    for (std::size_t width : {0u, 3u, 8u, 60u}) {
+      const auto x = random_series(n, n + width);
+      auto y = x;
+      if (width > 0) subtract_moving_average(y, width);
+      double mean = 0;
+      for (double v : y) mean += v;
+      mean /= static_cast<double>(n);
+      for (double& v : y) v -= mean;
+      std::vector<double> want, got;
+      autocorrelation(y, 1, 23, want);
+      Buffer work;
+      centred_autocorrelation(x, width, 1, 23, work, got);
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-12) << n << " " << width << " " << k;
+    }
 }
 
 }  // namespace
