@@ -218,28 +218,11 @@ Region find_training_region(std::vector<Uniform>& channels, EnsureChecked&& ensu
   const auto a = activity->values;
   const double threshold = lo + 0.5 * (hi - lo);
   // Busy where the 3-sample centred mean (edges: what exists) is above the threshold.
-  std::vector<unsigned char> busy(n);
-  for (std::size_t i = 1; i + 1 < n; ++i) busy[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0 > threshold;
-  if (n >= 2) {
-    busy[0] = (a[0] + a[1]) / 2.0 > threshold;
-    busy[n - 1] = (a[n - 2] + a[n - 1]) / 2.0 > threshold;
-  } else if (n == 1) {
-    busy[0] = a[0] > threshold;
-  }
   struct Run {
     std::size_t begin, end;
   };
   std::vector<Run> runs;
-  for (std::size_t i = 0; i < n;) {
-    if (!busy[i]) {
-      ++i;
-      continue;
-    }
-    std::size_t j = i;
-    while (j < n && busy[j]) ++j;
-    runs.push_back({i, j});
-    i = j;
-  }
+  for (const auto& [b, e] : signal::runs_above(a, threshold)) runs.push_back({b, e});
   if (runs.empty()) return all;
   // Close short gaps (a dip of a few samples inside training).
   std::vector<Run> merged{runs.front()};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -14,7 +15,6 @@ namespace {
 // the default -O2 build does not vectorise them by itself, and reductions never are (their
 // order would change), so the partial sums are spelled out.
 using V2 = double __attribute__((vector_size(16)));
-using V2i = long long __attribute__((vector_size(16)));
 
 inline V2 load2(const double* p) {
   V2 v;
@@ -34,15 +34,22 @@ inline V2 pair_means(V2 a, V2 b) {
 std::size_t count_outside(std::span<const double> x, double lo, double hi) {
   const std::size_t n = x.size();
   const double* p = x.data();
-  V2i good{0, 0};
-  const V2 vlo = splat(lo), vhi = splat(hi);
+  // Fast: running min and max, and a probe that turns NaN on a NaN reading (v - v); the
+  // exact count only when something is outside.
+  V2 vmin = splat(std::numeric_limits<double>::infinity()), vmax = -vmin, probe = splat(0);
   std::size_t i = 0;
   for (; i + 2 <= n; i += 2) {
     const V2 v = load2(p + i);
-    good -= (v >= vlo) & (v <= vhi);  // true lanes are -1
+    vmin = v < vmin ? v : vmin;
+    vmax = v > vmax ? v : vmax;
+    probe += v - v;
   }
-  auto ok = static_cast<std::size_t>(good[0] + good[1]);
-  for (; i < n; ++i) ok += (p[i] >= lo && p[i] <= hi);
+  bool clean = vmin[0] >= lo && vmin[1] >= lo && vmax[0] <= hi && vmax[1] <= hi && !(probe[0] != probe[0]) &&
+               !(probe[1] != probe[1]);
+  for (; i < n; ++i) clean = clean && p[i] >= lo && p[i] <= hi;
+  if (clean) return 0;
+  std::size_t ok = 0;
+  for (i = 0; i < n; ++i) ok += p[i] >= lo && p[i] <= hi;
   return n - ok;
 }
 
@@ -383,21 +390,24 @@ void add_scalar(std::span<double> x, double v) {
 std::size_t check_timestamps(std::span<const double> t, double dt, double tolerance, bool& on_grid) {
   const std::size_t n = t.size();
   const double* p = t.data();
-  // Fast sweep: every t finite (t - t == 0), t[i] >= t[i-1], |t[i] - i dt| <= tolerance; the
-  // exact index only on failure.
-  V2i ok{-1, -1}, grid{-1, -1};
-  const V2 zero = splat(0), vdt = splat(dt), tol = splat(tolerance), ntol = splat(-tolerance), two = splat(2);
+  // One sweep of min/max: the smallest step (increasing), the grid offsets' range, and a
+  // probe that turns NaN on any non-finite t (t - t). The exact index only on failure.
+  const V2 zero = splat(0), vdt = splat(dt), two = splat(2);
+  V2 step = splat(std::numeric_limits<double>::infinity()), dmin = step, dmax = -step, probe = zero;
   V2 idx{1, 2};
   std::size_t i = 1;
   for (; i + 2 <= n; i += 2) {
     const V2 cur = load2(p + i), prev = load2(p + i - 1);
-    ok &= (cur >= prev) & ((cur - cur) == zero);
-    const V2 d = cur - idx * vdt;
-    grid &= (d <= tol) & (d >= ntol);
+    const V2 s = cur - prev, d = cur - idx * vdt;
+    step = s < step ? s : step;
+    dmin = d < dmin ? d : dmin;
+    dmax = d > dmax ? d : dmax;
+    probe += cur - cur;
     idx += two;
   }
-  bool all = ok[0] && ok[1] && (n == 0 || std::isfinite(p[0]));
-  bool g = grid[0] && grid[1] && (n == 0 || std::abs(p[0]) <= tolerance);
+  bool all = step[0] >= 0 && step[1] >= 0 && probe[0] == 0 && probe[1] == 0 && (n == 0 || std::isfinite(p[0]));
+  bool g = dmin[0] >= -tolerance && dmin[1] >= -tolerance && dmax[0] <= tolerance && dmax[1] <= tolerance &&
+           (n == 0 || std::abs(p[0]) <= tolerance);
   for (; i < n; ++i) {
     all = all && std::isfinite(p[i]) && p[i] >= p[i - 1];
     g = g && std::abs(p[i] - static_cast<double>(i) * dt) <= tolerance;
@@ -526,6 +536,58 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
     for (; i < n; ++i) w[i] -= mean[0];
   }
   autocorrelation(std::span<const double>(w, n), lo, hi, out);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold) {
+  const std::size_t n = a.size();
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  if (n == 0) return runs;
+  // Busy bits, 64 to a word. The interior test (a[i-1] + a[i] + a[i+1]) / 3 > threshold is
+  // made without the division: x / 3 rounds monotonically in x, so it holds exactly for
+  // x >= cut, the smallest double for which it holds.
+  std::vector<std::uint64_t> bits((n + 63) / 64, 0);
+  auto set = [&](std::size_t i, bool v) { bits[i / 64] |= static_cast<std::uint64_t>(v) << (i % 64); };
+  double cut = 3.0 * threshold;
+  const bool exact_cut = std::isfinite(threshold) && std::isfinite(cut);
+  if (exact_cut) {
+    while (cut / 3.0 > threshold) cut = std::nextafter(cut, -std::numeric_limits<double>::infinity());
+    while (!(cut / 3.0 > threshold)) cut = std::nextafter(cut, std::numeric_limits<double>::infinity());
+  }
+  const double* p = a.data();
+  if (exact_cut) {
+    for (std::size_t w = 0; w < bits.size(); ++w) {
+      const std::size_t lo = std::max<std::size_t>(1, w * 64), hi = std::min(n - 1, w * 64 + 64);
+      std::uint64_t word = 0;
+      for (std::size_t i = lo; i < hi; ++i) word |= static_cast<std::uint64_t>((p[i - 1] + p[i]) + p[i + 1] >= cut) << (i % 64);
+      bits[w] = word;
+    }
+  } else {
+    for (std::size_t i = 1; i + 1 < n; ++i) set(i, (p[i - 1] + p[i] + p[i + 1]) / 3.0 > threshold);
+  }
+  if (n >= 2) {
+    set(0, (p[0] + p[1]) / 2.0 > threshold);
+    set(n - 1, (p[n - 2] + p[n - 1]) / 2.0 > threshold);
+  } else {
+    set(0, p[0] > threshold);
+  }
+  // First index >= from whose bit is `value` (n if none): whole words skipped at a time.
+  auto next = [&](std::size_t from, bool value) {
+    const std::uint64_t flip = value ? 0 : ~std::uint64_t{0};
+    std::size_t w = from / 64;
+    if (w >= bits.size()) return n;
+    std::uint64_t x = (bits[w] ^ flip) & (~std::uint64_t{0} << (from % 64));
+    while (x == 0) {
+      if (++w >= bits.size()) return n;
+      x = bits[w] ^ flip;
+    }
+    return std::min(n, w * 64 + static_cast<std::size_t>(__builtin_ctzll(x)));
+  };
+  for (std::size_t i = next(0, true); i < n;) {
+    const std::size_t e = next(i, false);
+    runs.emplace_back(i, e);
+    i = next(e, true);
+  }
+  return runs;
 }
 
 double parabolic_offset(double a, double b, double c) {

@@ -97,6 +97,10 @@ void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
 void centred_autocorrelation(std::span<const double> x, std::size_t width, std::size_t lo, std::size_t hi,
                              Buffer& work, std::vector<double>& out);
 
+// Runs [begin, end) of samples whose centred 3-sample mean (2 at the edges; the value itself
+// when n == 1) is above `threshold`, computed as (a[i-1] + a[i] + a[i+1]) / 3.0 > threshold.
+std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold);
+
 // Vertex of the parabola through (-1, a), (0, b), (1, c): offset in [-0.5, 0.5].
 double parabolic_offset(double a, double b, double c);
 

@@ -210,5 +210,69 @@ TEST(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
     }
 }
 
+// Busy runs without the division, against the byte-per-sample loop the detector used: integer
+// utilisation whose 3-sample sums sit exactly on the threshold's boundary, every word tail.
+std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector<double>& a, double threshold) {
+  const std::size_t n = a.size();
+  std::vector<unsigned char> busy(n);
+  for (std::size_t i = 1; i + 1 < n; ++i) busy[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0 > threshold;
+  if (n >= 2) {
+    busy[0] = (a[0] + a[1]) / 2.0 > threshold;
+    busy[n - 1] = (a[n - 2] + a[n - 1]) / 2.0 > threshold;
+  } else if (n == 1) {
+    busy[0] = a[0] > threshold;
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  for (std::size_t i = 0; i < n;) {
+    if (!busy[i]) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < n && busy[j]) ++j;
+    runs.emplace_back(i, j);
+    i = j;
+  }
+  return runs;
+}
+
+TEST(Signal, RunsAboveMatchesCentredMeanLoop) {
+  std::mt19937_64 rng(5);
+  for (std::size_t n = 0; n < 200; ++n)
+    for (double threshold : {0.0, 1.0 / 3.0, 50.0, 50.5, 2.0 / 3.0 + 1e-17, 1e300}) {
+      std::vector<double> a(n);
+      for (auto& v : a)
+        v = static_cast<double>(std::uniform_int_distribution<int>(0, 3)(rng)) *
+            (threshold > 1 && threshold < 1e9 ? 33.5 : 0.5);
+      EXPECT_EQ(runs_above(a, threshold), runs_by_bytes(a, threshold)) << n << " " << threshold;
+    }
+  // Sums one ulp either side of 3 * threshold, where dividing and the cut must agree.
+  for (double t : {0.1, 1.0 / 3.0, 33.3, 1e-300}) {
+    const double s = 3 * t;
+    std::vector<double> a{0, 0, 0, s, 0, 0, std::nextafter(s, 1e308), 0, 0, std::nextafter(s, 0.0), 0, 0,
+                          std::nextafter(std::nextafter(s, 0.0), 0.0), 0, 0};
+    EXPECT_EQ(runs_above(a, t), runs_by_bytes(a, t)) << t;
+  }
+}
+
+TEST(Signal, FastChecksFindNaNAndInfinityAnywhere) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  for (std::size_t n = 1; n < 40; ++n)
+    for (std::size_t at = 0; at < n; ++at)
+      for (double bad : {kNaN, kInf, -kInf}) {
+        std::vector<double> x(n, 5.0);
+        x[at] = bad;
+        EXPECT_EQ(count_outside(x, 0, 10), 1u) << n << " " << at;
+        EXPECT_EQ(count_outside(x, -kInf, kInf), std::isnan(bad) ? 1u : 0u) << n << " " << at;
+        std::vector<double> t(n);
+        for (std::size_t i = 0; i < n; ++i) t[i] = 0.5 * static_cast<double>(i);
+        t[at] = bad;
+        bool grid = true;
+        const std::size_t first_bad = check_timestamps(t, 0.5, 0.01, grid);
+        EXPECT_FALSE(grid) << n << " " << at;
+        EXPECT_EQ(first_bad, at) << n << " " << at;  // not finite, or (-inf) decreasing there
+      }
+}
+
 }  // namespace
 }  // namespace epochcast::signal
