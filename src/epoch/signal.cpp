@@ -265,17 +265,27 @@ double quantile(std::span<const double> x, double q) {
     std::sort(piv.begin(), piv.end());
     const std::size_t at = k * (kPivots - 1) / (n - 1);
     const double lo = piv[at >= kMargin ? at - kMargin : 0], hi = piv[std::min(kPivots - 1, at + kMargin)];
+    // Values equal to a pivot are counted, not kept: readings are often heavily tied.
     std::vector<double> kept(n);
-    std::size_t m = 0, below = 0;
+    std::size_t m = 0, below = 0, at_lo = 0, at_hi = 0;
     for (const double v : x) {
       kept[m] = v;
-      m += (v >= lo) & (v <= hi);
+      m += (v > lo) & (v < hi);
       below += v < lo;
+      at_lo += v == lo;
+      at_hi += v == hi;
     }
-    if (below <= k && k < below + m) {
-      const auto it = kept.begin() + static_cast<std::ptrdiff_t>(k - below);
-      std::nth_element(kept.begin(), it, kept.begin() + static_cast<std::ptrdiff_t>(m));
-      return *it;
+    if (lo == hi) at_hi = 0;
+    if (k >= below) {
+      std::size_t r = k - below;
+      if (r < at_lo) return lo;
+      r -= at_lo;
+      if (r < m) {
+        const auto it = kept.begin() + static_cast<std::ptrdiff_t>(r);
+        std::nth_element(kept.begin(), it, kept.begin() + static_cast<std::ptrdiff_t>(m));
+        return *it;
+      }
+      if (r - m < at_hi) return hi;
     }
   }
   std::vector<double> copy(x.begin(), x.end());
