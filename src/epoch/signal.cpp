@@ -437,10 +437,8 @@ std::size_t check_timestamps(std::span<const double> t, double dt, double tolera
   return n;
 }
 
-namespace {
-// autocorrelation() with sum x_i^2 given (negative: computed here).
-void autocorrelation_with_energy(std::span<const double> x, double energy, std::size_t lo, std::size_t hi,
-                                 std::vector<double>& out) {
+void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
+                     std::vector<double>& out) {
   out.assign(hi >= lo ? hi - lo + 1 : 0, 0.0);
   const std::size_t n = x.size();
   const double* p = x.data();
@@ -457,7 +455,7 @@ void autocorrelation_with_energy(std::span<const double> x, double energy, std::
     for (; i < m; ++i) s += p[i] * p[i + k];
     return s;
   };
-  if (energy < 0) energy = dot(n, 0);
+  const double energy = dot(n, 0);
   if (!(energy > 0)) return;
   std::size_t k = lo;
   // Four lags per sweep: x[i] is loaded once for all four (the sweep was bound by loads).
@@ -482,11 +480,6 @@ void autocorrelation_with_energy(std::span<const double> x, double energy, std::
     }
   }
   for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
-}
-}  // namespace
-
-void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi, std::vector<double>& out) {
-  autocorrelation_with_energy(x, -1, lo, hi, out);
 }
 
 void centred_autocorrelation(std::span<const double> x, std::size_t width, std::size_t lo, std::size_t hi,
@@ -519,49 +512,32 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
       c3 += p[i];
       P[i] = c3;
     }
-    // The chains' prefix sums are left as they are: S[j] lacks the totals of the quarters
-    // before j's, added as a difference where a window spans two quarters (no fix-up pass).
-    const std::array<double, 4> offset{0, c0, c0 + c1, c0 + c1 + c2};
-    auto quarter = [&](std::size_t j) -> std::size_t {  // of prefix index j (element j - 1)
-      return j == 0 || q == 0 ? (j == 0 ? 0 : 3) : std::min<std::size_t>(3, (j - 1) / q);
-    };
+    const double o1 = c0, o2 = o1 + c1, o3 = o2 + c2;
+    for (std::size_t i = q; i < 2 * q; ++i) P[i] += o1;
+    for (std::size_t i = 2 * q; i < 3 * q; ++i) P[i] += o2;
+    for (std::size_t i = 3 * q; i < n; ++i) P[i] += o3;
     const double inv = 1.0 / static_cast<double>(width);
     const double* S = prefix.data();
     const std::size_t first = std::min(n, left), last = std::max(first, n >= right ? n - right : 0);
     auto edge = [&](std::size_t i) {
       const std::size_t a = i >= left ? i - left : 0;
       const std::size_t b = std::min(n, i + right + 1);
-      w[i] = p[i] - ((S[b] - S[a]) + (offset[quarter(b)] - offset[quarter(a)])) / static_cast<double>(b - a);
+      w[i] = p[i] - (S[b] - S[a]) / static_cast<double>(b - a);
       s0[0] += w[i];
     };
     for (std::size_t i = 0; i < first; ++i) edge(i);
-    // Interior in segments where both ends of the window stay in one quarter each.
-    std::array<std::size_t, 8> cut{first, last};
-    std::size_t ncut = 2;
-    for (std::size_t k = 1; k < 4 && q > 0; ++k) {
-      const std::size_t j = k * q + 1;  // first prefix index of quarter k
-      cut[ncut++] = std::clamp(j + left, first, last);
-      cut[ncut++] = std::clamp(j >= right + 1 ? j - right - 1 : 0, first, last);
-    }
-    std::sort(cut.begin(), cut.begin() + static_cast<std::ptrdiff_t>(ncut));
     const V2 vinv = splat(inv);
-    for (std::size_t c = 0; c + 1 < ncut; ++c) {
-      const std::size_t from = cut[c], to = cut[c + 1];
-      if (from >= to) continue;
-      const double delta = offset[quarter(from + right + 1)] - offset[quarter(from - left)];
-      const V2 vdelta = splat(delta);
-      std::size_t i = from;
-      for (; i + 2 <= to; i += 2) {
-        const V2 v = load2(p + i) - ((load2(S + i + right + 1) - load2(S + i - left)) + vdelta) * vinv;
-        store2(w + i, v);
-        s1 += v;
-      }
-      for (; i < to; ++i) {
-        w[i] = p[i] - ((S[i + right + 1] - S[i - left]) + delta) * inv;
-        s0[1] += w[i];
-      }
+    std::size_t i = first;
+    for (; i + 2 <= last; i += 2) {
+      const V2 v = load2(p + i) - (load2(S + i + right + 1) - load2(S + i - left)) * vinv;
+      store2(w + i, v);
+      s1 += v;
     }
-    for (std::size_t i = last; i < n; ++i) edge(i);
+    for (; i < last; ++i) {
+      w[i] = p[i] - (S[i + right + 1] - S[i - left]) * inv;
+      s0[1] += w[i];
+    }
+    for (i = last; i < n; ++i) edge(i);
   } else {
     std::size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -571,22 +547,13 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
     }
     for (; i < n; ++i) s0[0] += (w[i] = p[i]);
   }
-  // The mean removed, and sum x^2 (the ACF's energy) taken in the same pass.
-  V2 e0 = splat(0), e1 = splat(0);
   if (n > 0) {
     const V2 mean = splat(hsum(s0 + s1) / static_cast<double>(n));
     std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      const V2 a = load2(w + i) - mean, b = load2(w + i + 2) - mean;
-      store2(w + i, a), store2(w + i + 2, b);
-      e0 += a * a, e1 += b * b;
-    }
-    for (; i < n; ++i) {
-      w[i] -= mean[0];
-      e0[0] += w[i] * w[i];
-    }
+    for (; i + 2 <= n; i += 2) store2(w + i, load2(w + i) - mean);
+    for (; i < n; ++i) w[i] -= mean[0];
   }
-  autocorrelation_with_energy(std::span<const double>(w, n), hsum(e0 + e1), lo, hi, out);
+  autocorrelation(std::span<const double>(w, n), lo, hi, out);
 }
 
 std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold) {
