@@ -513,9 +513,16 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
       P[i] = c3;
     }
     const double o1 = c0, o2 = o1 + c1, o3 = o2 + c2;
-    for (std::size_t i = q; i < 2 * q; ++i) P[i] += o1;
-    for (std::size_t i = 2 * q; i < 3 * q; ++i) P[i] += o2;
-    for (std::size_t i = 3 * q; i < n; ++i) P[i] += o3;
+    // Each quarter shifted by the totals before it (two at a time: the scalar loops were 1/6
+    // of this function).
+    auto shift = [P](std::size_t from, std::size_t to, double o) {
+      std::size_t i = from;
+      for (; i + 2 <= to; i += 2) store2(P + i, load2(P + i) + splat(o));
+      for (; i < to; ++i) P[i] += o;
+    };
+    shift(q, 2 * q, o1);
+    shift(2 * q, 3 * q, o2);
+    shift(3 * q, n, o3);
     const double inv = 1.0 / static_cast<double>(width);
     const double* S = prefix.data();
     const std::size_t first = std::min(n, left), last = std::max(first, n >= right ? n - right : 0);
