@@ -85,6 +85,9 @@ void run_collect(const CollectArgs& args) {
                              sampler.columns().size(), writer ? " -> " + args.output : "",
                              server ? ", serving " + server->url() : "",
                              args.duration_s ? fmt::format(", for {} s", *args.duration_s) : "");
+  } else if (server && args.listen.ends_with(":0")) {
+    // the system chose the port: even -q must say which, or nobody can scrape it
+    std::cerr << "epochcast collect: serving " << server->url() << "\n";
   }
 
   g_signal = 0;

@@ -65,7 +65,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
   for (int k = 0; k < spec.epochs; ++k) {
     const double d = spec.period_s * std::max(0.5, 1.0 + spec.period_jitter * gauss(rng));
     tl.epochs.push_back({t, t + d});
-    if (spec.event_depth != 0) {
+    if (spec.event_depth != 0 && spec.boundary_signature) {
       const double ev = std::max(spec.event_duty * d, 0.0);
       if (spec.event_at_start) tl.events.push_back({t, t + ev});
       else tl.events.push_back({t + d - ev, t + d});
@@ -139,13 +139,29 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
   const double power_tau_s = 0.4;
   double power_state = 120;
   double last_t = 0;
+  // Extra draws only when the options are on, so the default traces stay as they were.
+  const double refresh_phase = spec.util_refresh_s > 0 ? spec.util_refresh_s * unit(rng) : 0.0;
+  double held_tick = -1e300, held_util = 0, held_mem = 0, wander = 0;
   for (std::size_t i = 0; i < times.size(); ++i) {
     const double ts = times[i];
     // Utilization is the busy fraction over the last ~0.2 s (as nvidia-smi reports it).
     double util = 0, mem = 0, host = 1, power_target = 0;
+    // The utilisation reading: the busy fraction over the window before the last refresh.
+    const double tick = spec.util_refresh_s > 0
+                            ? refresh_phase + spec.util_refresh_s * std::floor((ts - refresh_phase) / spec.util_refresh_s)
+                            : ts;
+    const double window = spec.util_refresh_s > 0 ? spec.util_refresh_s : 0.2;
     constexpr int kSub = 4;
     for (int s = 0; s < kSub; ++s) {
       const double tt = ts - 0.2 * (s + 0.5) / kSub;
+      const double tu = tick - window * (s + 0.5) / kSub;
+      if (spec.util_refresh_s > 0) {
+        const Phase pu = phase_at(tl, tu);
+        const double u = pu == Phase::kTrain ? busy : pu == Phase::kEvent ? busy * (1 - depth)
+                         : pu == Phase::kWarmupBurst ? 40.0 : 0.0;
+        util += u / kSub;
+        mem += spec.mem_util_scale * u / kSub;
+      }
       const Phase ph = phase_at(tl, tt);
       const double iter = (ph == Phase::kTrain || ph == Phase::kEvent)
                               ? spec.iteration_amp * std::sin(2 * std::numbers::pi * tt / spec.iteration_s + iter_phase)
@@ -162,10 +178,12 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
           h = spec.event_at_start ? 10 + 40 * depth : 12;
           break;
       }
-      util += u / kSub;
-      mem += mu / kSub;
+      if (spec.util_refresh_s <= 0) {
+        util += u / kSub;
+        mem += spec.mem_util_scale / 0.5 * mu / kSub;
+      }
       host += h / kSub;
-      power_target += (120 + 5 * u) / kSub;
+      power_target += (120 + spec.power_w_per_util * u) / kSub;
     }
     // Power follows its target with a first-order lag.
     const double step = std::max(0.0, ts - last_t);
@@ -175,9 +193,13 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
     const double progress = tl.train_end > tl.train_start
                                 ? std::clamp((ts - tl.train_start) / (tl.train_end - tl.train_start), 0.0, 1.0)
                                 : 0.0;
-    std::array<double, 6> v{util, mem, power_state, 1980, started ? 4000.0 : 900.0, host};
+    if (spec.power_wander_w > 0)
+      wander = wander * std::exp(-step / 2.0) +
+               spec.power_wander_w * std::sqrt(1 - std::exp(-2 * step / 2.0)) * gauss(rng);
+    std::array<double, 6> v{util, mem, power_state + wander, 1980, started ? 4000.0 : 900.0, host};
     for (std::size_t m = 0; m < v.size(); ++m) {
-      v[m] += spec.noise * range[m] * gauss(rng);
+      const double sd = m == 2 && spec.power_noise_w >= 0 ? spec.power_noise_w : spec.noise * range[m];
+      v[m] += sd * gauss(rng);
       if (spec.spike_rate > 0 && unit(rng) < spec.spike_rate)
         v[m] += (unit(rng) < 0.5 ? -1 : 1) * (0.3 + 0.7 * unit(rng)) * range[m];
     }
@@ -187,13 +209,22 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
       const double step_pct = spec.util_step_pct > 0 ? spec.util_step_pct : 1e-9;
       v[m] = std::clamp(std::round(v[m] / step_pct) * step_pct, 0.0, 100.0);
     }
+    if (spec.util_refresh_s > 0) {  // between refreshes the driver repeats its last reading
+      if (tick == held_tick) {
+        v[0] = held_util;
+        v[1] = held_mem;
+      }
+      held_tick = tick;
+      held_util = v[0];
+      held_mem = v[1];
+    }
     v[5] = std::max(0.0, v[5]);
     v[3] = std::round(v[3] / 15) * 15;
     if (!keep[i]) continue;
     for (std::size_t m = 0; m < v.size(); ++m) ch[m]->push_back(v[m]);
   }
 
-  out.truth.has_signature = spec.event_depth != 0;
+  out.truth.has_signature = spec.event_depth != 0 && spec.boundary_signature;
   double sum = 0;
   for (const auto& e : tl.epochs) {
     out.truth.epochs.push_back({e.start_s - t_first, e.end_s - t_first});

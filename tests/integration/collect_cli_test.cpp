@@ -228,6 +228,15 @@ TEST(CollectCli, ListenServesDcgmExporterMetrics) {
   EXPECT_EQ(p.wait(), 0) << p.err();
 }
 
+TEST(CollectCli, QuietStillSaysTheSystemChosenPort) {
+  // -q silences the banner, but a port picked by the system is useless unless it is printed.
+  TempDir dir("collect-quiet-port");
+  Process p({EPOCHCAST_CLI, "collect", "-q", "--listen", "127.0.0.1:0", "--interval-ms", "50", "--duration", "1"},
+            fake_nvml_env(kResnet, "0.000001"), dir.path());
+  EXPECT_GT(p.serving_port(), 0) << p.err();
+  EXPECT_EQ(p.wait(), 0) << p.err();
+}
+
 TEST(CollectCli, GpuListedTwiceIsRefused) {
   TempDir dir("collect-gpu-twice");
   EnvVars env = fake_nvml_env(kResnet, "10");

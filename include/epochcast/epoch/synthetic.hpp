@@ -25,6 +25,16 @@ struct SyntheticSpec {
   // (per second of training): host hiccups of a launch-bound run look just like its boundaries.
   double bump_rate_per_s = 0;
   bool event_at_start = false;    // a loader start-up at epoch start instead (CPU loader)
+  // false: no boundary signature at all, but the mid-epoch bumps above still happen (the null
+  // twin of a launch-bound run: truth.has_signature is false).
+  bool boundary_signature = true;
+  // The driver refreshes utilisation every util_refresh_s (random phase) with the busy fraction
+  // since the last refresh; samples in between repeat it. 0: a fresh 0.2 s average per sample.
+  double util_refresh_s = 0;
+  double power_w_per_util = 5;    // power = 120 W + this * util (with a first-order lag)
+  double power_noise_w = -1;      // white noise on power, W; < 0: noise * 500 W
+  double power_wander_w = 0;      // slow power wander (AR(1), 2 s time constant), std in W
+  double mem_util_scale = 0.5;    // memory utilisation as a fraction of the GPU utilisation
   double busy_util_pct = 98;      // training-phase utilization
   double noise = 0.02;            // white noise std, relative to each channel's busy range
   double spike_rate = 0;          // probability per sample of a single-sample spike
