@@ -82,16 +82,25 @@ struct Region {
 // so the only full sweep over the channel is the one writing levels 0-3. With `check`,
 // that sweep also counts readings outside [lo, hi] or NaN; `bad` gets the count (then the
 // result is meaningless and the caller repairs the channel first).
-// A channel's z-score pyramid. Level 0 of a long series is read only in the centred ACF
-// window unless the period is short: then only that window is stored, and the whole level is
-// recomputed from the source (same formula, same values) when something asks for it.
+// A channel's z-score pyramid. Levels 0-3 of a long series are read only in their centred
+// ACF windows unless the period is short: then only those windows are stored (one sweep writes
+// them and level 4 whole), and the whole levels are recomputed from the source (same formula,
+// same values) when something asks for them.
 struct ZPyramid {
-  std::vector<signal::Buffer> levels;
+  std::vector<signal::Buffer> levels;  // levels[l] starts at level index first[l] (l < 4)
+  std::vector<std::size_t> len;        // each level's whole length
+  std::array<std::size_t, 4> first{};
   std::span<const double> source;  // the channel's region
   double base = 0, slope = 0, inv = 1;
-  bool level0_full = true;  // else levels[0] is the centred kAcfWindow window of level 0
+  bool full = true;  // else levels 0-3 hold (at least) their centred kAcfWindow windows
 };
-constexpr std::size_t kLazyLevel0 = 4 * kAcfWindow;  // longer series keep only the window
+constexpr std::size_t kLazyLevel0 = 4 * kAcfWindow;  // longer series keep only the windows
+
+// Levels 0-3 (and level 4 whole when `level4`) of `p`, stored over `want`.
+std::size_t sweep_levels(ZPyramid& p, double lo, double hi, const signal::PyramidStore& want,
+                         std::array<signal::Buffer, 4>& out, signal::Buffer* level4) {
+  return signal::affine_clip_pyramid(p.source, 0, p.base, p.slope, p.inv, kClipZ, lo, hi, want, out, p.first, level4);
+}
 
 ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, double hi, std::size_t& bad) {
   bad = 0;
@@ -99,8 +108,13 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
   if (n < 4) return {};
   const std::size_t stride = (n + 16383) / 16384;
   std::vector<double> sample;
-  sample.reserve(n / stride + 1);
-  for (std::size_t i = 0; i < n; i += stride) sample.push_back(y[i]);
+  sample.resize(n / stride + (n % stride != 0));
+  // Strided reads miss the cache one by one: prefetched well ahead so that they overlap.
+  constexpr std::size_t kAhead = 32;
+  for (std::size_t k = 0; k < sample.size(); ++k) {
+    if (k + kAhead < sample.size()) __builtin_prefetch(y.data() + (k + kAhead) * stride);
+    sample[k] = y[k * stride];
+  }
   if (check && (bad = signal::count_outside(sample, lo, hi)) > 0) return {};
   // Least-squares line through the subsample (index i = k * stride).
   const double m = static_cast<double>(sample.size());
@@ -127,27 +141,24 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
   const double magnitude = std::abs(ym) + 1.0;
   if (!(scale > 1e-9 * magnitude)) return {};
   // Not re-centred: every consumer removes its own mean (ACF windows, folds, templates).
-  // Levels 0-3 in one sweep over the input (the long arrays are the cost of this step).
-  ZPyramid out{{}, y, base, slope, 1.0 / scale, n <= kLazyLevel0};
+  ZPyramid out{{}, {n}, {}, y, base, slope, 1.0 / scale, n <= kLazyLevel0};
+  while (out.len.back() >= 64) out.len.push_back(out.len.back() / 2);
+  signal::PyramidStore want;
+  for (std::size_t l = 0; l < 4; ++l) {
+    const std::size_t len = n >> l, w = out.full ? len : std::min(len, kAcfWindow);
+    want[l] = {(len - w) / 2, (len - w) / 2 + w};  // centred_window(level l, kAcfWindow)
+  }
   std::array<signal::Buffer, 4> first;
-  bad = signal::affine_clip_pyramid(y, base, slope, out.inv, kClipZ, check ? lo : -kInf, check ? hi : kInf, first,
-                                    out.level0_full);
+  signal::Buffer level4;
+  bad = sweep_levels(out, check ? lo : -kInf, check ? hi : kInf, want, first, &level4);
   if (check && bad > 0) return {};
-  if (!out.level0_full) {
-    const std::size_t w = std::min(n, kAcfWindow);  // centred_window(level 0, kAcfWindow)
-    first[0].resize(w);
-    signal::affine_clip(y, (n - w) / 2, base, slope, out.inv, kClipZ, first[0]);
-  }
   auto& levels = out.levels;
-  levels.push_back(std::move(first[0]));
-  std::size_t len = n;
-  for (std::size_t l = 1; l < first.size() && len >= 64; ++l) {
-    levels.push_back(std::move(first[l]));
-    len = levels.back().size();
-  }
-  while (len >= 64) {
-    levels.push_back(signal::halve(levels.back()));
-    len = levels.back().size();
+  for (std::size_t l = 0; l < out.len.size(); ++l) {
+    if (l < 4) {
+      levels.push_back(std::move(first[l]));
+    } else {
+      levels.push_back(l == 4 ? std::move(level4) : signal::halve(levels.back()));
+    }
   }
   return out;
 }
@@ -208,28 +219,11 @@ Region find_training_region(std::vector<Uniform>& channels, EnsureChecked&& ensu
   const auto a = activity->values;
   const double threshold = lo + 0.5 * (hi - lo);
   // Busy where the 3-sample centred mean (edges: what exists) is above the threshold.
-  std::vector<unsigned char> busy(n);
-  for (std::size_t i = 1; i + 1 < n; ++i) busy[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0 > threshold;
-  if (n >= 2) {
-    busy[0] = (a[0] + a[1]) / 2.0 > threshold;
-    busy[n - 1] = (a[n - 2] + a[n - 1]) / 2.0 > threshold;
-  } else if (n == 1) {
-    busy[0] = a[0] > threshold;
-  }
   struct Run {
     std::size_t begin, end;
   };
   std::vector<Run> runs;
-  for (std::size_t i = 0; i < n;) {
-    if (!busy[i]) {
-      ++i;
-      continue;
-    }
-    std::size_t j = i;
-    while (j < n && busy[j]) ++j;
-    runs.push_back({i, j});
-    i = j;
-  }
+  for (const auto& [b, e] : signal::runs_above(a, threshold)) runs.push_back({b, e});
   if (runs.empty()) return all;
   // Close short gaps (a dip of a few samples inside training).
   std::vector<Run> merged{runs.front()};
@@ -289,17 +283,23 @@ struct Analysis {
   // The whole of one level of one channel.
   std::span<const double> level(std::size_t c, std::size_t l) const {
     auto& p = pyramid[c];
-    if (l == 0 && !p.level0_full) {
-      signal::Buffer full(p.source.size());
-      signal::affine_clip(p.source, 0, p.base, p.slope, p.inv, kClipZ, full);
-      p.levels[0] = std::move(full);
-      p.level0_full = true;
+    if (l < 4 && !p.full) {
+      signal::PyramidStore whole;
+      for (std::size_t k = 0; k < 4; ++k) whole[k] = {0, p.source.size() >> k};
+      std::array<signal::Buffer, 4> out;
+      sweep_levels(p, -kInf, kInf, whole, out, nullptr);
+      for (std::size_t k = 0; k < 4 && k < p.levels.size(); ++k) p.levels[k] = std::move(out[k]);
+      p.full = true;
     }
     return p.levels[l];
   }
   // The centred window of at most `cap` samples of one level (the ACF's view).
   std::span<const double> window(std::size_t c, std::size_t l, std::size_t cap) const {
-    if (l == 0 && !pyramid[c].level0_full && cap == kAcfWindow) return pyramid[c].levels[0];
+    const auto& p = pyramid[c];
+    if (l < 4 && !p.full && cap == kAcfWindow) {
+      const std::size_t w = std::min(p.len[l], cap);
+      return std::span<const double>(p.levels[l]).subspan((p.len[l] - w) / 2 - p.first[l], w);
+    }
     return centred_window(level(c, l), cap);
   }
 };
@@ -312,15 +312,15 @@ std::vector<double> combined_acf(const Analysis& an, std::size_t level, std::siz
                                  std::size_t window_cap = kAcfWindow) {
   std::vector<double> total(hi - lo + 1, 0.0);
   std::vector<double> r;
+  signal::Buffer work;
   double wsum = 0;
   if (per_channel) per_channel->assign(an.metrics.size(), {});
   for (std::size_t c = 0; c < an.metrics.size(); ++c) {
     if (level >= an.pyramid[c].levels.size()) continue;
     auto window = an.window(c, level, window_cap);
-    signal::Buffer x(window.begin(), window.end());
-    if (use_high_pass) high_pass(x, 4 * hi);
-    signal::add_scalar(x, -signal::sum(x) / static_cast<double>(x.size()));
-    signal::autocorrelation(x, lo, hi, r);
+    // As high_pass() then the mean removed, in two sweeps over the window.
+    const std::size_t width = use_high_pass && 4 * hi >= 3 && window.size() >= 8 * hi ? 4 * hi : 0;
+    signal::centred_autocorrelation(window, width, lo, hi, work, r);
     if (per_channel) (*per_channel)[c] = r;
     const double w = an.weight.empty() ? 1.0 : an.weight[c];
     if (w <= 0) continue;
@@ -1537,10 +1537,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     u.unchecked = false;
     if (levels.levels.empty()) continue;  // constant in the busy region: no evidence either way
     an.metrics.push_back(u.metric);
-    if (an.level_len.empty()) {
-      an.level_len.push_back(levels.source.size());
-      for (std::size_t l = 1; l < levels.levels.size(); ++l) an.level_len.push_back(levels.levels[l].size());
-    }
+    if (an.level_len.empty()) an.level_len = levels.len;
     an.pyramid.push_back(std::move(levels));
   }
   std::erase_if(channels, [](const Uniform& u) { return u.dropped; });

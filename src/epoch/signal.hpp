@@ -37,18 +37,22 @@ std::size_t count_outside(std::span<const double> x, double lo, double hi);
 // Sum of y_i and of i * y_i (for a least-squares line), with independent partial sums.
 void line_sums(std::span<const double> y, double& sum, double& sum_iy);
 
-// out[0][i] = clamp((y[i] - base - slope * i) * inv, -clip, clip) for i < y.size(), and
-// out[l+1][k] = (out[l][2k] + out[l][2k+1]) / 2: levels 0-3 of the pyramid in one sweep.
-// Returns how many y[i] are outside [valid_lo, valid_hi] or NaN (checked in the same sweep).
-// Without `store_level0`, out[0] stays empty (level 0 of a long series is mostly not read).
-std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
-                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out,
-                                bool store_level0 = true);
+// Level l's index ranges [first, second) to store, for levels 0-3.
+using PyramidStore = std::array<std::pair<std::size_t, std::size_t>, 4>;
 
-// out[k] = clamp((y[first+k] - base - slope * (first+k)) * inv, -clip, clip): level 0 values,
-// identical to the sweep's, for a part of the series.
-void affine_clip(std::span<const double> y, std::size_t first, double base, double slope, double inv, double clip,
-                 std::span<double> out);
+// Levels 0-4 of a z-score pyramid in one sweep: level 0 is
+// z[i] = clamp((y[i] - base - slope * (first + i)) * inv, -clip, clip), level l+1[k] =
+// (level l[2k] + level l[2k+1]) / 2. Levels 0-3 are stored only over `want[l]` (rounded out
+// to whole 16-sample blocks): out[l][k] is level l's value at index out_first[l] + k. Level 4
+// (n / 16 values) is written whole to `level4` when given. The long levels are mostly read in
+// one centred window, and writing them whole was the cost of this sweep.
+// Returns how many y[i] are outside [valid_lo, valid_hi] or NaN (checked in the same sweep).
+std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, double base, double slope, double inv,
+                                double clip, double valid_lo, double valid_hi, const PyramidStore& want,
+                                std::array<Buffer, 4>& out, std::array<std::size_t, 4>& out_first, Buffer* level4);
+// The same with levels 0-3 stored whole (out[l].size() == y.size() >> l).
+std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
+                                double valid_lo, double valid_hi, std::array<Buffer, 4>& out);
 
 // Values of (time_s, values) on the grid j * dt, j = 0..count-1: linear interpolation between
 // neighbours no further apart than 2.5 dt, else the nearest sample within 0.6 dt, else NaN.
@@ -87,6 +91,15 @@ std::size_t check_timestamps(std::span<const double> t, double dt, double tolera
 // (x is expected zero-mean). Entries with k >= x.size() are 0.
 void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
                      std::vector<double>& out);
+
+// autocorrelation() of x after subtracting its centred moving average of `width` samples
+// (0: none) and then its mean, without changing x (`work` holds the result of the two).
+void centred_autocorrelation(std::span<const double> x, std::size_t width, std::size_t lo, std::size_t hi,
+                             Buffer& work, std::vector<double>& out);
+
+// Runs [begin, end) of samples whose centred 3-sample mean (2 at the edges; the value itself
+// when n == 1) is above `threshold`, computed as (a[i-1] + a[i] + a[i+1]) / 3.0 > threshold.
+std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold);
 
 // Vertex of the parabola through (-1, a), (0, b), (1, c): offset in [-0.5, 0.5].
 double parabolic_offset(double a, double b, double c);

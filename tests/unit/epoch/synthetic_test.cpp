@@ -24,9 +24,10 @@ TEST(Synthetic, GeneratorIsDeterministicAndHasTruth) {
   EXPECT_DOUBLE_EQ(a.trace.time_s.front(), 0.0);
 }
 
-// Over 131,072 samples level 0 is stored only as the ACF window; a 40-sample period makes the
-// refinement and the boundary fold read all of level 0, which is then recomputed from the
-// source. Its values must be the ones the sweep would have stored: the period comes out right,
+// Over 131,072 samples levels 0-3 are stored only as their ACF windows; a 40-sample period
+// makes the refinement and the boundary fold read whole low levels (level 0 at least),
+// recomputed from the source. Their values must be the ones a whole sweep
+// would have stored: the period comes out right,
 // and (boundaries chained, not matched against a fixed grid) nearly all 3,600 are confirmed.
 TEST(Synthetic, LongTraceWithShortPeriodReadsTheWholeLevelZero) {
   SyntheticSpec spec;
