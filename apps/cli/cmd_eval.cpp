@@ -111,6 +111,7 @@ void add_eval_command(CLI::App& app) {
                        {"median_width_pct", r.interval_median_width_pct}};
       j["fits"] = r.fits;
       j["fit_seconds"] = r.fit_seconds;
+      j["fit_cpu_seconds"] = r.fit_cpu_seconds;
       j["held_out"] = r.held_out;
       j["dataset"] = ds.source;
       std::cout << j.dump(2) << "\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <map>
 #include <random>
@@ -112,6 +113,7 @@ EvalReport run_splits(const Dataset& train_ds, const Dataset& test_ds, const std
     r.held_out.push_back(sp.name);
     if (sp.test.empty()) continue;
     const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t cpu0 = std::clock();
     ProgressFn inner;
     if (progress)
       inner = [&](std::string_view what, std::size_t done, std::size_t total) {
@@ -121,6 +123,7 @@ EvalReport run_splits(const Dataset& train_ds, const Dataset& test_ds, const std
       };
     const StackedModel model = fit_model_on_pairs(train_ds, sp.train, catalog, options, inner);
     r.fit_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.fit_cpu_seconds += static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
     ++r.fits;
     learner_names = model.learner_names();
     std::vector<double> st, lo, hi;

@@ -92,7 +92,8 @@ class XgbLearner final : public Learner {
     booster->set("nthread", "1");  // prediction is one row at a time
     booster_ = std::move(booster);
     cols_ = x.cols;
-    compile(&x);
+    native_ = false;
+    if (config_.single_rows) compile(&x);
   }
 
   double predict(std::span<const double> x) const override {

@@ -48,6 +48,9 @@ struct LearnerConfig {
   double tree_max_features = 0.5;  // share of features tried per split
   int knn_k = 7;
   std::vector<std::size_t> knn_columns;  // the columns kNN measures distance on (empty: all)
+  // Prepare fast single-row prediction after fit (XGBoost's flat tree copy). Out-of-fold
+  // learners only predict batches and skip it.
+  bool single_rows = true;
 };
 
 // The stack's learners in a fixed order; names: xgboost, ridge, knn, extra_trees.

@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -269,54 +270,102 @@ struct FoldSplit {
   std::vector<std::size_t> train, test;
 };
 
-// Out-of-fold predictions of every learner (clamped to [lo, hi]) on each split's test rows.
-void out_of_fold(const Matrix& x, const std::vector<double>& y, const std::vector<FoldSplit>& splits,
-                 const LearnerConfig& config, std::uint64_t seed, double lo, double hi,
-                 Eigen::MatrixXd& oof, const std::function<void(std::string_view)>& tick) {
+// One fit of every learner: on a split's training rows (its test-row predictions, clamped to
+// [lo, hi], go to `oof`) or, with no split, the final fit on all rows.
+struct FitJob {
+  const FoldSplit* split = nullptr;  // null: the final fit
+  Eigen::MatrixXd* oof = nullptr;
+  std::uint64_t seed = 0;            // learner l gets seed + l
+  const char* label = "";
+  std::once_flag prepared;
+  Matrix xt, xv;
+  std::vector<double> yt;
+  std::vector<std::unique_ptr<Learner>> learners;
+};
+
+// All (fit, learner) pairs of a model fit are independent: the out-of-fold fits and the final
+// fit run as one queue on `threads` workers, each learner single-threaded, longest first, so
+// no core waits for a fold set or for the final fit's single-threaded XGBoost. Each task has
+// its own seed and writes its own rows: the result does not depend on the thread count.
+void run_fits(const Matrix& x, const std::vector<double>& y, std::vector<FitJob>& jobs,
+              const LearnerConfig& config, double lo, double hi,
+              const std::function<void(std::string_view)>& tick) {
   const std::size_t p = x.cols;
-  // Splits are independent and write disjoint rows: fit them on `threads` workers, each
-  // learner on one thread (XGBoost fits on one anyway). Results do not depend on the count.
-  const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(config.threads), 1, splits.size());
   LearnerConfig one = config;
-  if (workers > 1) one.threads = 1;
+  one.threads = 1;
+  const std::size_t n_learners = make_learners(one).size();
+  for (auto& job : jobs) {
+    LearnerConfig c = one;
+    c.single_rows = job.split == nullptr;  // only the final learners predict single rows
+    job.learners = make_learners(c);
+  }
+  struct Task {
+    std::size_t job, learner;
+    double cost;
+  };
+  std::vector<Task> tasks;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const double rows = static_cast<double>(jobs[j].split ? jobs[j].split->train.size() : x.rows);
+    for (std::size_t l = 0; l < n_learners; ++l) {
+      // Rough relative fit cost by learner (xgboost, ridge, knn, extra_trees): only the order.
+      const std::string name = jobs[j].learners[l]->name();
+      const double w = name == "extra_trees" ? 1.0 : name == "xgboost" ? 0.6 : 0.05;
+      tasks.push_back({j, l, w * rows});
+    }
+  }
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.cost > b.cost; });
+  const std::size_t workers = config.threads > 1 ? std::min<std::size_t>(static_cast<std::size_t>(config.threads), tasks.size()) : 1;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
   std::mutex tick_mutex;
-  auto run = [&](std::size_t first) {
-    for (std::size_t f = first; f < splits.size(); f += workers) {
-      const auto& [train, test] = splits[f];
-      Matrix xt(train.size(), p), xv(test.size(), p);
-      std::vector<double> yt(train.size());
-      for (std::size_t i = 0; i < train.size(); ++i) {
-        std::copy_n(x.row(train[i]).begin(), p, xt.row(i).begin());
-        yt[i] = y[train[i]];
+  auto run = [&] {
+    for (std::size_t t; !failed && (t = next++) < tasks.size();) {
+      FitJob& job = jobs[tasks[t].job];
+      const std::size_t l = tasks[t].learner;
+      const Matrix* xt = &x;
+      const std::vector<double>* yt = &y;
+      if (job.split) {
+        std::call_once(job.prepared, [&] {
+          const auto& [train, test] = *job.split;
+          job.xt = Matrix(train.size(), p);
+          job.xv = Matrix(test.size(), p);
+          job.yt.resize(train.size());
+          for (std::size_t i = 0; i < train.size(); ++i) {
+            std::copy_n(x.row(train[i]).begin(), p, job.xt.row(i).begin());
+            job.yt[i] = y[train[i]];
+          }
+          for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, job.xv.row(i).begin());
+        });
+        xt = &job.xt;
+        yt = &job.yt;
       }
-      for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, xv.row(i).begin());
-      auto learners = make_learners(one);
-      std::vector<double> out(test.size());
-      for (std::size_t l = 0; l < learners.size(); ++l) {
-        learners[l]->fit(xt, yt, seed + f * 7919 + l);
-        learners[l]->predict_many(xv, out);
+      Learner& learner = *job.learners[l];
+      const std::string name = learner.name();
+      learner.fit(*xt, *yt, job.seed + l);
+      if (job.split) {
+        const auto& test = job.split->test;
+        std::vector<double> out(test.size());
+        learner.predict_many(job.xv, out);
         for (std::size_t i = 0; i < test.size(); ++i)
-          oof(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = std::clamp(out[i], lo, hi);
-        std::lock_guard lock(tick_mutex);
-        tick(learners[l]->name());
+          (*job.oof)(static_cast<Eigen::Index>(test[i]), static_cast<Eigen::Index>(l)) = std::clamp(out[i], lo, hi);
+        job.learners[l].reset();  // out-of-fold learners are not kept
       }
+      std::lock_guard lock(tick_mutex);
+      tick(std::string(job.label) + " " + name);
     }
   };
   std::vector<std::exception_ptr> errors(workers);
+  auto guarded = [&](std::size_t w) {
+    try {
+      run();
+    } catch (...) {
+      errors[w] = std::current_exception();
+      failed = true;
+    }
+  };
   std::vector<std::thread> pool;
-  for (std::size_t w = 1; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      try {
-        run(w);
-      } catch (...) {
-        errors[w] = std::current_exception();
-      }
-    });
-  try {
-    run(0);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(guarded, w);
+  guarded(0);
   for (auto& t : pool) t.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
@@ -408,17 +457,29 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   const double clamp_lo = *y_min - 0.1 * span, clamp_hi = *y_max + 0.1 * span;
   const auto ni = static_cast<Eigen::Index>(n), nl = static_cast<Eigen::Index>(n_learners);
   Eigen::MatrixXd oof(ni, nl);
-  out_of_fold(x, y, group_splits, config, options.seed, clamp_lo, clamp_hi, oof,
-              [&](std::string_view l) { tick("out-of-fold " + std::string(l)); });
   Eigen::MatrixXd oof_gpu(ni, nl);
-  std::vector<std::size_t> gpu_rows;  // rows with a GPU-held-out prediction
-  if (!gpu_splits.empty()) {
-    oof_gpu.setZero();
-    out_of_fold(x, y, gpu_splits, config, options.seed + 31, clamp_lo, clamp_hi, oof_gpu,
-                [&](std::string_view l) { tick("GPU-held-out " + std::string(l)); });
-    for (const auto& sp : gpu_splits) gpu_rows.insert(gpu_rows.end(), sp.test.begin(), sp.test.end());
-    std::sort(gpu_rows.begin(), gpu_rows.end());
+  oof_gpu.setZero();
+  // Seeds as before the queue: fold f of a set gets set_seed + f * 7919, the final fit seed + 104729.
+  std::vector<FitJob> jobs(group_splits.size() + gpu_splits.size() + 1);
+  for (std::size_t f = 0; f < group_splits.size(); ++f) {
+    jobs[f].split = &group_splits[f];
+    jobs[f].oof = &oof;
+    jobs[f].seed = options.seed + f * 7919;
+    jobs[f].label = "out-of-fold";
   }
+  for (std::size_t f = 0; f < gpu_splits.size(); ++f) {
+    FitJob& job = jobs[group_splits.size() + f];
+    job.split = &gpu_splits[f];
+    job.oof = &oof_gpu;
+    job.seed = options.seed + 31 + f * 7919;
+    job.label = "GPU-held-out";
+  }
+  jobs.back().seed = options.seed + 104729;
+  jobs.back().label = "final";
+  run_fits(x, y, jobs, config, clamp_lo, clamp_hi, tick);
+  std::vector<std::size_t> gpu_rows;  // rows with a GPU-held-out prediction
+  for (const auto& sp : gpu_splits) gpu_rows.insert(gpu_rows.end(), sp.test.begin(), sp.test.end());
+  std::sort(gpu_rows.begin(), gpu_rows.end());
   StackedModel model;
   model.options_ = options;
   model.log_ratio_lo_ = clamp_lo;
@@ -453,11 +514,7 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   for (std::size_t i : gpu_rows) resid_gpu.push_back(stack_resid(oof_gpu, i));
   model.interval_unseen_q_log_ = conformal_quantile(std::move(resid_gpu), options.interval_level);
 
-  model.learners_ = make_learners(config);
-  for (std::size_t l = 0; l < model.learners_.size(); ++l) {
-    model.learners_[l]->fit(x, y, options.seed + 104729 + l);
-    tick("final " + model.learners_[l]->name());
-  }
+  model.learners_ = std::move(jobs.back().learners);
   model.source_gpus_.assign(sources.begin(), sources.end());
   model.target_gpus_.assign(targets.begin(), targets.end());
   model.feature_min_.assign(feature_count(), kNaN);

@@ -36,6 +36,7 @@ struct EvalReport {
   double interval_median_width_pct = 0; // median (hi-lo)/prediction
   std::size_t fits = 0;                 // models fitted
   double fit_seconds = 0;               // total time spent fitting
+  double fit_cpu_seconds = 0;           // process CPU time (all threads) spent fitting
   std::vector<std::string> held_out;    // the groups held out, in order
 };
 

@@ -52,7 +52,7 @@ struct FitOptions {
   int tree_min_leaf = 2;
   double tree_max_features = 0.5;  // share of features tried at each split
   int knn_k = 7;
-  int threads = 2;               // XGBoost threads during fit
+  int threads = 2;               // fit workers: out-of-fold and final (fit, learner) tasks share them
 };
 
 struct LearnerValue {

@@ -168,6 +168,23 @@ TEST_F(Fixture, DeterministicGivenASeed) {
   EXPECT_FALSE(model_to_json(*model) == model_to_json(different)) << "the seed has no effect";
 }
 
+// The out-of-fold and final fits run as one queue on FitOptions::threads workers: the fitted
+// learners, weights and intervals must not depend on how many (only `options.threads` differs).
+TEST_F(Fixture, SameModelForAnyThreadCount) {
+  auto fitted = [&](int threads) {
+    FitOptions o = quick();
+    o.threads = threads;
+    auto j = nlohmann::json::parse(model_to_json(fit_model(*data, *catalog, o)));
+    EXPECT_EQ(j["options"]["threads"], threads);
+    j["options"].erase("threads");
+    return j;
+  };
+  const auto one = fitted(1);
+  EXPECT_EQ(one, fitted(2)) << "two workers changed the model";
+  EXPECT_EQ(one, fitted(3)) << "three workers changed the model";
+  EXPECT_FALSE(one["learners"].empty());
+}
+
 TEST_F(Fixture, PredictIsThreadSafe) {
   const auto& rows = data->rows;
   const GpuSpec& h100 = *catalog->find("h100-sxm");
