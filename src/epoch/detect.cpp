@@ -1667,6 +1667,9 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     notes.push_back(fmt::format("{} matched boundaries span {:.0f} samples: too few to resolve the period to 3 %",
                                 fit.matched, matched_span));
   if (cycles < min_cycles || confidence < options.min_confidence || !resolved_span) {
+    // The second look without two-level channels stands in for the autocorrelation only: the
+    // event and chain proposers below had their chance on every channel already.
+    if (!left_out.empty()) return seg;
     // The ACF could not confirm a period: try the boundary events (short deep dips).
     const bool idle_before = region.begin > 0, idle_after = region.end < n;
     const EventFit ev = detect_by_events(channels, region, idle_before, idle_after, min_lag, max_lag,
