@@ -61,11 +61,16 @@ def pair_table(data_csv, gpus_csv):
                 f["src.log_epoch_s"] = np.log(s["one_epoch_average_second"])
                 f["src.power_mean_over_tdp"] = s["power_drawW_mean"] / sg.tdp_w
                 f["src.sm_clock_mean_over_max"] = s["clocks_current_smMHz_mean"] / sg.max_sm_clock_mhz
+                busy = min(1, max(0, s["utilization_gpu_mean"] / 100))
+                mem = min(1, max(0, s["utilization_memory_mean"] / 100))
+                floor_w = s["power_drawW_min"]
+                act = min(1, max(0, (s["power_drawW_mean"] - floor_w) / (sg.tdp_w - floor_w))) if sg.tdp_w > floor_w else np.nan
+                f["src.power_activity"], f["src.power_activity_per_busy"] = act, act / max(busy, 0.01)
+                f["src.mem_busy_over_busy"] = mem / max(busy, 0.01)
+                f["src.busy_iqr"] = (s["utilization_gpu_75"] - s["utilization_gpu_25"]) / 100
                 for k in SPECS:
                     f[f"src.log_{k}"] = np.log(sg[k]); f[f"tgt.log_{k}"] = np.log(tg[k])
                     f[f"ratio.log_{k}"] = np.log(tg[k] / sg[k])
-                busy = min(1, max(0, s["utilization_gpu_mean"] / 100))
-                mem = min(1, max(0, s["utilization_memory_mean"] / 100))
                 for k in AMDAHL:
                     f[f"amdahl.{k}"] = np.log(busy / (tg[k] / sg[k]) + 1 - busy)
                 comp, bw = tg.fp32_tflops / sg.fp32_tflops, tg.memory_bandwidth_gbs / sg.memory_bandwidth_gbs

@@ -62,6 +62,8 @@ PairSchema build(bool include_memory) {
   s.names.push_back("src.log_epoch_s");
   s.names.push_back("src.power_mean_over_tdp");
   s.names.push_back("src.sm_clock_mean_over_max");
+  for (const char* n : {"src.power_activity", "src.power_activity_per_busy", "src.mem_busy_over_busy", "src.busy_iqr"})
+    s.names.push_back(n);
   for (const auto& spec : kSpecs) {
     s.names.push_back(std::string("src.log_") + spec.name);
     s.names.push_back(std::string("tgt.log_") + spec.name);
@@ -98,6 +100,16 @@ void pair_features(const PairSchema& schema, const FeatureRow& source, double so
   const double sm = source.get(Metric::kSmClock, Stat::kMean);
   out[k++] = source_gpu.tdp_w > 0 ? power / source_gpu.tdp_w : kNaN;
   out[k++] = source_gpu.max_sm_clock_mhz > 0 ? sm / source_gpu.max_sm_clock_mhz : kNaN;
+  const double busy = clamp01(source.get(Metric::kGpuUtil, Stat::kMean) / 100.0);
+  const double mem_busy = clamp01(source.get(Metric::kMemUtil, Stat::kMean) / 100.0);
+  // How hard the busy share works: power above the run's floor per unit of TDP headroom, and
+  // per busy share (busy but drawing little power = latency/launch bound, scales less with FP32).
+  const double floor_w = source.get(Metric::kPower, Stat::kMin);
+  const double activity = source_gpu.tdp_w > floor_w ? clamp01((power - floor_w) / (source_gpu.tdp_w - floor_w)) : kNaN;
+  out[k++] = activity;
+  out[k++] = activity / std::max(busy, 0.01);
+  out[k++] = mem_busy / std::max(busy, 0.01);
+  out[k++] = (source.get(Metric::kGpuUtil, Stat::kP75) - source.get(Metric::kGpuUtil, Stat::kP25)) / 100.0;
   for (const auto& spec : kSpecs) {
     const double a = source_gpu.*spec.field, b = target_gpu.*spec.field;
     const double la = a > 0 ? std::log(a) : kNaN, lb = b > 0 ? std::log(b) : kNaN;
@@ -105,8 +117,6 @@ void pair_features(const PairSchema& schema, const FeatureRow& source, double so
     out[k++] = lb;
     out[k++] = lb - la;
   }
-  const double busy = clamp01(source.get(Metric::kGpuUtil, Stat::kMean) / 100.0);
-  const double mem_busy = clamp01(source.get(Metric::kMemUtil, Stat::kMean) / 100.0);
   auto speedup = [&](double GpuSpec::*field) {
     const double a = source_gpu.*field, b = target_gpu.*field;
     return a > 0 && b > 0 ? b / a : kNaN;

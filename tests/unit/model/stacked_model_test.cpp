@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -298,6 +299,41 @@ TEST(Prior, FallsBackWhenUtilisationChannelsAreMissing) {
   f.set(Metric::kGpuUtil, Stat::kMean, NAN);
   pair_features(schema, f, 10.0, t4, v100, x);
   EXPECT_NEAR(prior_log_ratio(schema, x), -0.5 * std::log(compute * bw), 1e-12);
+}
+
+// The busy-efficiency columns, by hand: power above the run's floor per TDP headroom, per busy
+// share; memory-busy per busy share; interquartile range of utilisation.gpu.
+TEST(PairFeatures, BusyEfficiencyColumnsByHand) {
+  const GpuCatalog catalog = load_gpu_catalog(kCatalog);
+  const GpuSpec& t4 = *catalog.find("t4");  // TDP 70 W
+  const PairSchema& schema = pair_schema(false);
+  auto col = [&](std::string_view n) {
+    const auto it = std::find(schema.names.begin(), schema.names.end(), n);
+    EXPECT_NE(it, schema.names.end()) << n;
+    return static_cast<std::size_t>(it - schema.names.begin());
+  };
+  std::vector<double> x(schema.names.size());
+  FeatureRow f;
+  f.set(Metric::kGpuUtil, Stat::kMean, 80.0);
+  f.set(Metric::kGpuUtil, Stat::kP25, 60.0);
+  f.set(Metric::kGpuUtil, Stat::kP75, 95.0);
+  f.set(Metric::kMemUtil, Stat::kMean, 30.0);
+  f.set(Metric::kPower, Stat::kMean, 50.0);
+  f.set(Metric::kPower, Stat::kMin, 20.0);
+  pair_features(schema, f, 10.0, t4, *catalog.find("v100"), x);
+  EXPECT_NEAR(x[col("src.power_activity")], 0.6, 1e-12);
+  EXPECT_NEAR(x[col("src.power_activity_per_busy")], 0.75, 1e-12);
+  EXPECT_NEAR(x[col("src.mem_busy_over_busy")], 0.375, 1e-12);
+  EXPECT_NEAR(x[col("src.busy_iqr")], 0.35, 1e-12);
+  // A run drawing more than TDP is fully active, not above 1; no power channel gives NaN.
+  f.set(Metric::kPower, Stat::kMean, 90.0);
+  pair_features(schema, f, 10.0, t4, *catalog.find("v100"), x);
+  EXPECT_EQ(x[col("src.power_activity")], 1.0);
+  f.set(Metric::kPower, Stat::kMean, NAN);
+  f.set(Metric::kPower, Stat::kMin, NAN);
+  pair_features(schema, f, 10.0, t4, *catalog.find("v100"), x);
+  EXPECT_TRUE(std::isnan(x[col("src.power_activity")]));
+  EXPECT_TRUE(std::isfinite(prior_log_ratio(schema, x)));
 }
 
 // A GPU-held-out fold can leave only a couple of training pairs: fitted, not crashed.
