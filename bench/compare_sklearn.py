@@ -68,6 +68,10 @@ def pair_table(data_csv, gpus_csv):
                 f["src.power_activity"], f["src.power_activity_per_busy"] = act, act / max(busy, 0.01)
                 f["src.mem_busy_over_busy"] = mem / max(busy, 0.01)
                 f["src.busy_iqr"] = (s["utilization_gpu_75"] - s["utilization_gpu_25"]) / 100
+                f["src.power_max_over_mean"] = s["power_drawW_max"] / s["power_drawW_mean"]
+                f["src.busy_cv"] = s["utilization_gpu_std"] / max(s["utilization_gpu_mean"], 1)
+                f["src.log_busy_s"] = np.log(s["one_epoch_average_second"]) + np.log(max(busy, 0.01))
+                f["src.log_idle_s"] = np.log(s["one_epoch_average_second"]) + np.log(max(1 - busy, 0.01))
                 for k in SPECS:
                     f[f"src.log_{k}"] = np.log(sg[k]); f[f"tgt.log_{k}"] = np.log(tg[k])
                     f[f"ratio.log_{k}"] = np.log(tg[k] / sg[k])

@@ -62,7 +62,8 @@ PairSchema build(bool include_memory) {
   s.names.push_back("src.log_epoch_s");
   s.names.push_back("src.power_mean_over_tdp");
   s.names.push_back("src.sm_clock_mean_over_max");
-  for (const char* n : {"src.power_activity", "src.power_activity_per_busy", "src.mem_busy_over_busy", "src.busy_iqr"})
+  for (const char* n : {"src.power_activity", "src.power_activity_per_busy", "src.mem_busy_over_busy", "src.busy_iqr",
+                        "src.power_max_over_mean", "src.busy_cv", "src.log_busy_s", "src.log_idle_s"})
     s.names.push_back(n);
   for (const auto& spec : kSpecs) {
     s.names.push_back(std::string("src.log_") + spec.name);
@@ -110,6 +111,13 @@ void pair_features(const PairSchema& schema, const FeatureRow& source, double so
   out[k++] = activity / std::max(busy, 0.01);
   out[k++] = mem_busy / std::max(busy, 0.01);
   out[k++] = (source.get(Metric::kGpuUtil, Stat::kP75) - source.get(Metric::kGpuUtil, Stat::kP25)) / 100.0;
+  // Burstiness, and the epoch split into busy and idle seconds (the parts the prior scales
+  // differently; absolute sizes say how much fixed per-step overhead there is).
+  out[k++] = power > 0 ? source.get(Metric::kPower, Stat::kMax) / power : kNaN;
+  out[k++] = source.get(Metric::kGpuUtil, Stat::kStd) / std::max(source.get(Metric::kGpuUtil, Stat::kMean), 1.0);
+  const double log_epoch = source_epoch_s > 0 ? std::log(source_epoch_s) : kNaN;
+  out[k++] = log_epoch + std::log(std::max(busy, 0.01));
+  out[k++] = log_epoch + std::log(std::max(1.0 - busy, 0.01));
   for (const auto& spec : kSpecs) {
     const double a = source_gpu.*spec.field, b = target_gpu.*spec.field;
     const double la = a > 0 ? std::log(a) : kNaN, lb = b > 0 ? std::log(b) : kNaN;

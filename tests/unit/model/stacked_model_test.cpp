@@ -302,7 +302,8 @@ TEST(Prior, FallsBackWhenUtilisationChannelsAreMissing) {
 }
 
 // The busy-efficiency columns, by hand: power above the run's floor per TDP headroom, per busy
-// share; memory-busy per busy share; interquartile range of utilisation.gpu.
+// share; memory-busy per busy share; interquartile range of utilisation.gpu; power max/mean;
+// utilisation CV; the epoch's busy and idle seconds (log).
 TEST(PairFeatures, BusyEfficiencyColumnsByHand) {
   const GpuCatalog catalog = load_gpu_catalog(kCatalog);
   const GpuSpec& t4 = *catalog.find("t4");  // TDP 70 W
@@ -320,7 +321,13 @@ TEST(PairFeatures, BusyEfficiencyColumnsByHand) {
   f.set(Metric::kMemUtil, Stat::kMean, 30.0);
   f.set(Metric::kPower, Stat::kMean, 50.0);
   f.set(Metric::kPower, Stat::kMin, 20.0);
+  f.set(Metric::kPower, Stat::kMax, 70.0);
+  f.set(Metric::kGpuUtil, Stat::kStd, 20.0);
   pair_features(schema, f, 10.0, t4, *catalog.find("v100"), x);
+  EXPECT_NEAR(x[col("src.power_max_over_mean")], 1.4, 1e-12);
+  EXPECT_NEAR(x[col("src.busy_cv")], 0.25, 1e-12);
+  EXPECT_NEAR(x[col("src.log_busy_s")], std::log(8.0), 1e-12);
+  EXPECT_NEAR(x[col("src.log_idle_s")], std::log(2.0), 1e-12);
   EXPECT_NEAR(x[col("src.power_activity")], 0.6, 1e-12);
   EXPECT_NEAR(x[col("src.power_activity_per_busy")], 0.75, 1e-12);
   EXPECT_NEAR(x[col("src.mem_busy_over_busy")], 0.375, 1e-12);
@@ -333,6 +340,7 @@ TEST(PairFeatures, BusyEfficiencyColumnsByHand) {
   f.set(Metric::kPower, Stat::kMin, NAN);
   pair_features(schema, f, 10.0, t4, *catalog.find("v100"), x);
   EXPECT_TRUE(std::isnan(x[col("src.power_activity")]));
+  EXPECT_TRUE(std::isnan(x[col("src.power_max_over_mean")]));
   EXPECT_TRUE(std::isfinite(prior_log_ratio(schema, x)));
 }
 
