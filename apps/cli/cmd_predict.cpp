@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/epoch/detect.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
 #include "trace_input.hpp"
@@ -24,6 +25,7 @@ struct PredictCliOptions {
   std::string gpus = "all";
   int epochs = 10;
   double epoch_s = 0;
+  double min_confidence = DetectOptions{}.min_confidence;
   bool json = false;
   std::string html;
   std::string prices;
@@ -91,6 +93,7 @@ void run_predict(const PredictCliOptions& o) {
   request.gpus = split_gpu_list(o.gpus);
   request.epochs = o.epochs;
   request.source_epoch_s = o.epoch_s;
+  request.min_detection_confidence = o.min_confidence;
 
   if (batch) {
     const std::vector<BatchItem> items = service.predict_batch(paths, to_read_options(o.input), request);
@@ -136,6 +139,10 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--epochs", opts->epochs, "number of epochs to price")->capture_default_str();
   cmd->add_option("--epoch-s", opts->epoch_s,
                   "the source run's epoch time in seconds, when known (needed if no epochs are detected)");
+  cmd->add_option("--min-confidence", opts->min_confidence,
+                  "accept a detected period at or above this confidence; lower takes weaker evidence, "
+                  "with wider intervals and a warning")
+      ->capture_default_str();
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");
   cmd->add_option("--prices", opts->prices, "price catalog CSV (default: the bundled data/prices.csv)");

@@ -1666,7 +1666,10 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
   if (!resolved_span && cycles >= min_cycles && confidence >= options.min_confidence)
     notes.push_back(fmt::format("{} matched boundaries span {:.0f} samples: too few to resolve the period to 3 %",
                                 fit.matched, matched_span));
-  if (cycles < min_cycles || confidence < options.min_confidence || !resolved_span) {
+  // The other proposers are consulted whenever the autocorrelation is short of the default
+  // bar, also under a lowered one: the most confident answer wins, not the first past the bar.
+  const double consult_below = std::max(options.min_confidence, DetectOptions{}.min_confidence);
+  if (cycles < min_cycles || confidence < consult_below || !resolved_span) {
     // The second look without two-level channels stands in for the autocorrelation only: the
     // event and chain proposers below had their chance on every channel already.
     if (!left_out.empty()) return seg;

@@ -138,7 +138,12 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   }
 
   auto t0 = std::chrono::steady_clock::now();
-  report.source.detected = detect_epochs(trace);
+  if (!(request.min_detection_confidence >= 0 && request.min_detection_confidence <= 1))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--min-confidence must be between 0 and 1, got {}", request.min_detection_confidence));
+  DetectOptions detect_options;
+  detect_options.min_confidence = request.min_detection_confidence;
+  report.source.detected = detect_epochs(trace, detect_options);
   if (times) times->detect_s = seconds_since(t0);
   const Segmentation& seg = report.source.detected;
 

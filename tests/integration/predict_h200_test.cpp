@@ -245,6 +245,37 @@ TEST(Predict, GivenEpochTimePredictsWhenDetectionAbstains) {
   EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --epoch-s 1e308").status, 2);
 }
 
+// An operator can accept weaker detection evidence on purpose: lenet5's unconfirmed period
+// (chance alignment p ~ 2 %, confidence ~0.43) then gives predictions, flagged and widened.
+TEST(Predict, LowerDetectionBarPredictsFromWeakEvidenceWithAWarning) {
+  const nlohmann::json strict = predict_json("lenet5_28_bs64_fp32");
+  ASSERT_FALSE(strict["source"]["detected"]["found"].get<bool>()) << strict["source"]["detected"].dump();
+  const double guess = strict["source"]["detected"]["confidence"].get<double>();
+  ASSERT_GT(guess, 0.3);
+
+  const nlohmann::json j = predict_json("lenet5_28_bs64_fp32", "--min-confidence 0.3");
+  ASSERT_TRUE(j["source"]["detected"]["found"].get<bool>()) << j["source"]["detected"].dump();
+  const double truth_s = truth("lenet5_28_bs64_fp32")["mean_epoch_s"].get<double>();
+  EXPECT_NEAR(j["source"]["measured_epoch_s"].get<double>(), truth_s, 0.03 * truth_s);
+  std::set<std::string> seen;
+  for (const auto& p : j["predictions"]) seen.insert(p["gpu"].get<std::string>());
+  EXPECT_EQ(seen, catalog_ids());
+  bool warned = false;
+  for (const auto& w : j["warnings"]) warned = warned || w.get<std::string>().find("confidence is low") != std::string::npos;
+  EXPECT_TRUE(warned) << j["warnings"].dump();
+  // Same trace, default bar vs lowered bar: the lowered one must carry a wider interval than a
+  // confidently detected run's (vgg16) for the same target.
+  const nlohmann::json confident = predict_json("vgg16_224_bs32_fp32");
+  auto rel_width = [](const nlohmann::json* p) {
+    return (*p)["interval_s"][1].get<double>() / (*p)["interval_s"][0].get<double>();
+  };
+  ASSERT_NE(row(j, "t4"), nullptr);
+  ASSERT_NE(row(confident, "t4"), nullptr);
+  EXPECT_GT(rel_width(row(j, "t4")), rel_width(row(confident, "t4")));
+
+  EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --min-confidence 1.5").status, 2);
+}
+
 TEST(PredictErrors, UnknownSourceGpuListsTheCatalog) {
   const RunResult r = run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --source-gpu 'Radeon 9000' --json");
   EXPECT_EQ(r.status, 6);  // not_found

@@ -32,6 +32,9 @@ struct PredictRequest {
   // The source's epoch time when known from elsewhere (training log); 0: from detection.
   // Needed when detection abstains; the features then cover the detector's busy region.
   double source_epoch_s = 0;
+  // Detection's bar for "found" (DetectOptions::min_confidence). Lower accepts weaker evidence;
+  // the confidence still widens the intervals and is named in the warnings.
+  double min_detection_confidence = 0.5;
 };
 
 // Time spent per stage of one predict, for the benchmark and --verbose.
