@@ -277,8 +277,8 @@ int run_eval(int seeds, const std::string& json_path) {
       const auto seg = detect_epochs(synth.trace, all);
       auto o = score(seg, synth.truth.period_s, synth.truth.epochs, synth.truth.has_signature);
       calibration.emplace_back(seg.confidence, o);
-      // Found: what the default options report (with the threshold at 0 the second and third
-      // proposers, which run only where the autocorrelation abstains, would never run).
+      // Found: what the default options report (the calibration run above, at threshold 0,
+      // accepts the autocorrelation's answer whenever it is the most confident one).
       o = score(detect_epochs(synth.trace), synth.truth.period_s, synth.truth.epochs, synth.truth.has_signature);
       ours.push_back(o);
       pub.push_back(score(detect_epochs_published(synth.trace), synth.truth.period_s, synth.truth.epochs,

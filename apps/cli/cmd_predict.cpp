@@ -142,6 +142,7 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--min-confidence", opts->min_confidence,
                   "accept a detected period at or above this confidence; lower takes weaker evidence, "
                   "with wider intervals and a warning")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");

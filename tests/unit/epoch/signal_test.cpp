@@ -1,5 +1,5 @@
 // The vectorised sweeps of the epoch stage against plain scalar loops, on lengths that leave
-// every tail case (n mod 8 = 0..7), with NaN and implausible readings placed in the tails too.
+// every tail length of the vector blocks, with NaN and implausible readings placed in the tails too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
