@@ -106,7 +106,7 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
   if (level4) level4->resize(blocks);
   const double* p = y.data();
   std::array<double*, 4> o{};
-  for (std::size_t l = 0; l < 4; ++l) o[l] = out[l].data() - out_first[l];  // indexed by level index
+  for (std::size_t l = 0; l < 4; ++l) o[l] = out[l].data();  // level index k is at o[l][k - out_first[l]]
   double* o4 = level4 ? level4->data() : nullptr;
   const V2 vbase = splat(base), vslope = splat(slope), vinv = splat(inv), hi = splat(clip), lo = splat(-clip);
   const V2 two = splat(2);
@@ -131,9 +131,9 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
     // (halving is exact), and most blocks store nothing. Four samples -> levels 0 and 1.
     auto quad = [&](const double* q, std::size_t i) __attribute__((always_inline)) {
       const V2 a0 = z(q), a1 = z(q + 2);
-      if (mask & 1u) store2(o[0] + i, a0), store2(o[0] + i + 2, a1);
+      if (mask & 1u) store2(o[0] + (i - out_first[0]), a0), store2(o[0] + (i + 2 - out_first[0]), a1);
       const V2 m = pair_sums(a0, a1);
-      if (mask & 2u) store2(o[1] + i / 2, m * splat(0.5));
+      if (mask & 2u) store2(o[1] + (i / 2 - out_first[1]), m * splat(0.5));
       return m;
     };
     for (std::size_t k = b; k < e; ++k) {
@@ -147,9 +147,10 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
       const V2 c0 = pair_sums(b0, b1);
       const V2 b2 = quad(q + 8, i + 8), b3 = quad(q + 12, i + 12);
       const V2 c1 = pair_sums(b2, b3);
-      if (mask & 4u) store2(o[2] + i / 4, c0 * splat(0.25)), store2(o[2] + i / 4 + 2, c1 * splat(0.25));
+      if (mask & 4u)
+        store2(o[2] + (i / 4 - out_first[2]), c0 * splat(0.25)), store2(o[2] + (i / 4 + 2 - out_first[2]), c1 * splat(0.25));
       const V2 d0 = pair_sums(c0, c1);
-      if (mask & 8u) store2(o[3] + i / 8, d0 * splat(0.125));
+      if (mask & 8u) store2(o[3] + (i / 8 - out_first[3]), d0 * splat(0.125));
       nan_probe += d0;
       if (o4) o4[k] = (d0[0] + d0[1]) * 0.0625;
     }
@@ -184,7 +185,7 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
       for (std::size_t k = from; k < len; ++k)
         tail[l][k - from] = 0.5 * (tail[l - 1][2 * k - (t0 >> (l - 1))] + tail[l - 1][2 * k + 1 - (t0 >> (l - 1))]);
     if (last[l] == len)
-      for (std::size_t k = std::max(from, out_first[l]); k < len; ++k) o[l][k] = tail[l][k - from];
+      for (std::size_t k = std::max(from, out_first[l]); k < len; ++k) o[l][k - out_first[l]] = tail[l][k - from];
   }
   return n - ok;
 }
