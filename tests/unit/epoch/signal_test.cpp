@@ -239,7 +239,10 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector
 TEST(Signal, RunsAboveMatchesCentredMeanLoop) {
   std::mt19937_64 rng(5);
   for (std::size_t n = 0; n < 200; ++n)
-    for (double threshold : {0.0, 1.0 / 3.0, 50.0, 50.5, 2.0 / 3.0 + 1e-17, 1e300}) {
+    // The last five take the division fallback (3 * threshold is not finite, or NaN).
+    for (double threshold : {0.0, 1.0 / 3.0, 50.0, 50.5, 2.0 / 3.0 + 1e-17, 1e300, 1e308, -1e308,
+                             std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN()}) {
       std::vector<double> a(n);
       for (auto& v : a)
         v = static_cast<double>(std::uniform_int_distribution<int>(0, 3)(rng)) *
