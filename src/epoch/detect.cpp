@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -828,100 +827,6 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   return fit;
 }
 
-// Chance level of the epochs' alignment when few are in view (the ACF and the boundary match
-// both see nearly nothing else). The busy region is cut into epoch-length segments; each
-// segment is rotated circularly by a random offset (fixed seed), which keeps every segment's
-// shape, level and noise but not where it sits in its epoch. Statistic: the summed weighted
-// cross-correlation of all segment pairs, maximised over a small stretch of the period (as the
-// period itself was chosen as an ACF maximum). p = fraction of rotations that score as well.
-constexpr double kSurrogateMaxCycles = 16;   // more epochs: the ACF alone is significant
-constexpr int kSurrogateDraws = 1000;        // p resolution 1/1001
-constexpr double kSurrogateSegment = 16;     // level chosen so that a segment has >= 16 samples
-
-double alignment_p_value(const Analysis& an, const Refined& ref, double period_samples) {
-  const std::size_t levels = an.levels();
-  std::size_t level = 0;
-  while (level + 1 < levels &&
-         period_samples / std::ldexp(1.0, static_cast<int>(level + 1)) >= (std::getenv("ACF_SEG") ? std::atof(std::getenv("ACF_SEG")) : kSurrogateSegment))
-    ++level;
-  const double per = period_samples / std::ldexp(1.0, static_cast<int>(level));
-  const auto L = static_cast<std::size_t>(std::lround(per));
-  const std::size_t len = an.level_len[level];
-  if (L < 4 || len < 2 * L) return -1.0;
-  // The last segment may be partial (2.9 epochs in view: three segments, not two); its missing
-  // samples count as zero after the mean is removed.
-  std::vector<std::size_t> start;
-  for (std::size_t i = 0;; ++i) {
-    const auto s = static_cast<std::size_t>(std::lround(static_cast<double>(i) * per));
-    if (s + L > len && (std::getenv("ACF_NOPART") || s + (6 * L + 9) / 10 > len)) break;
-    start.push_back(s);
-  }
-  const std::size_t m = start.size();
-  if (m < 3) return -1.0;  // two segments: one relative rotation, no test
-  // Mean-free segments, channel-weighted by their ACF at the period.
-  const std::size_t channels = an.metrics.size();
-  std::vector<std::vector<double>> seg;  // [channel * m + i] -> L samples
-  std::vector<double> w;
-  for (std::size_t c = 0; c < channels; ++c) {
-    const double wc = ref.per_channel.empty() ? 0.0 : std::max(0.0, ref.per_channel[c]);
-    if (wc <= 0 || level >= an.pyramid[c].levels.size()) continue;
-    const auto lv = an.level(c, level);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::size_t n = std::min(L, len - start[i]);
-      std::vector<double> a(lv.begin() + static_cast<long>(start[i]), lv.begin() + static_cast<long>(start[i] + n));
-      const double mean = std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(n);
-      for (double& v : a) v -= mean;
-      a.resize(L, 0.0);
-      seg.push_back(std::move(a));
-    }
-    w.push_back(wc);
-  }
-  if (w.empty()) return -1.0;
-  // C[pair][d]: circular cross-correlation of segments i < j at relative rotation d.
-  std::vector<std::pair<std::size_t, std::size_t>> pairs;
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = i + 1; j < m; ++j) pairs.emplace_back(i, j);
-  std::vector<double> C(pairs.size() * L, 0.0);
-  for (std::size_t k = 0; k < w.size(); ++k)
-    for (std::size_t p = 0; p < pairs.size(); ++p) {
-      const auto& a = seg[k * m + pairs[p].first];
-      const auto& b = seg[k * m + pairs[p].second];
-      for (std::size_t d = 0; d < L; ++d) {
-        double s = 0;
-        for (std::size_t t = 0; t < L; ++t) s += a[t] * b[(t + d) % L];
-        C[p * L + d] += w[k] * s;
-      }
-    }
-  // Stretch: segment i moves by i * delta samples (the period off by delta).
-  const double sf = std::getenv("ACF_STRETCH") ? std::atof(std::getenv("ACF_STRETCH")) : 0.1;
-  const int stretch = sf <= 0 ? 0 : std::max(1, static_cast<int>(std::lround(sf * static_cast<double>(L))));
-  auto score = [&](const std::vector<long>& rot) {
-    double best = -kInf;
-    for (int delta = -stretch; delta <= stretch; ++delta) {
-      double s = 0;
-      for (std::size_t p = 0; p < pairs.size(); ++p) {
-        const auto [i, j] = pairs[p];
-        long d = rot[j] - rot[i] + delta * static_cast<long>(j - i);
-        d %= static_cast<long>(L);
-        if (d < 0) d += static_cast<long>(L);
-        s += C[p * L + static_cast<std::size_t>(d)];
-      }
-      best = std::max(best, s);
-    }
-    return best;
-  };
-  std::vector<long> rot(m, 0);
-  const double observed = score(rot);
-  std::mt19937_64 rng(0x2545f4914f6cdd1dULL ^ (len * 2654435761ULL) ^ L);
-  std::uniform_int_distribution<long> uni(0, static_cast<long>(L) - 1);
-  int as_good = 0;
-  for (int draw = 0; draw < kSurrogateDraws; ++draw) {
-    for (std::size_t i = 1; i < m; ++i) rot[i] = uni(rng);
-    if (score(rot) >= observed) ++as_good;
-  }
-  return static_cast<double>(as_good + 1) / (kSurrogateDraws + 1);
-}
-
 // Largest deviation of a channel's epoch profile (raw units) in multiples of its reading
 // step. Flicker between two adjacent readings of a quantised channel (util 15 <-> 17 %) can
 // beat with the sampling into a clean period that is not an epoch: it stays near one step.
@@ -1696,6 +1601,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
   const double s_match = clamp01(fit.inlier_fraction);
   const double s_cycles = clamp01((cycles - 2.0) / 1.0);
   double confidence = clamp01(s_acf * s_reg * (0.25 + 0.75 * s_match) * (0.5 + 0.5 * s_cycles));
+
   // Channels that vote: periodic at this period. Evidence counts by ACF^2, and only from
   // channels whose signature goes beyond reading flicker.
   double evidence = 0, resolved_evidence = 0;
@@ -1740,19 +1646,12 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
   seg.period_samples = period_samples;
   seg.candidate_period_s = period_s;
 
-  // Few epochs: the boundaries match a template folded from themselves, and an ACF of 0.3 over
-  // three lags is common by chance. The final confidence is capped by how unlikely the alignment is.
-  double chance_p = -1;
-  if (cycles < kSurrogateMaxCycles && confidence >= options.min_confidence)
-    chance_p = alignment_p_value(an, ref, period_samples);
-  const double chance_cap = chance_p > 0 ? clamp01(0.5 + 0.25 * std::log10((std::getenv("ACF_P50") ? std::atof(std::getenv("ACF_P50")) : 0.1) / chance_p)) : 1.0;
   const std::string how = fmt::format(
       "period {:.1f} samples; autocorrelation {:.2f}, {}/{} boundaries match{} (jitter {:.1f} %), "
-      "{:.1f} epochs in view{}",
+      "{:.1f} epochs in view",
       period_samples, rho, fit.matched,
       fit.stride > 1 ? fit.searched : std::max<std::size_t>(fit.boundaries.size(), fit.matched),
-      fit.stride > 1 ? fmt::format(" (1 in {} searched)", fit.stride) : std::string(), 100 * fit.jitter, cycles,
-      chance_p >= 0 ? fmt::format(" (chance alignment p = {:.3f})", chance_p) : std::string());
+      fit.stride > 1 ? fmt::format(" (1 in {} searched)", fit.stride) : std::string(), 100 * fit.jitter, cycles);
   // 0.2 epoch of slack: the busy region's edges are found to a sample or two, and a run of
   // exactly N epochs must count as N.
   const double min_cycles = static_cast<double>(options.min_epochs) - 0.2;
@@ -1763,7 +1662,6 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
   const bool resolved_span = matched_span >= kMinSpanSamples;
   // The confidence says so too: (span / required span)^2 below it.
   if (!resolved_span) confidence *= std::pow(clamp01(matched_span / kMinSpanSamples), 2);
-  if (!std::getenv("ACF_NOCAP")) confidence = std::min(confidence, chance_cap);
   seg.confidence = confidence;
   if (!resolved_span && cycles >= min_cycles && confidence >= options.min_confidence)
     notes.push_back(fmt::format("{} matched boundaries span {:.0f} samples: too few to resolve the period to 3 %",
