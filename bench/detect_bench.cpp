@@ -5,6 +5,9 @@
 //                                      ours vs the published detector, confidence calibration
 //   detect_bench --write-trace FILE    the 24 h trace as canonical CSV (for detect_compare.py)
 //   detect_bench --time-file FILE [--repeat N]   time detect_epochs on a file, print JSON
+//   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
+//                                      4/5/6/8/12 x seeds 0-99: false finds, wrong finds (verbose:
+//                                      every find with its reason)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -351,6 +354,47 @@ int time_file(const std::string& path, int repeat) {
   return 0;
 }
 
+// The physical launch-bound spec of tests/unit/epoch/launch_bound_test.cpp with and without
+// its boundary signature: how often the null twin is "found", how often the signature is found
+// wrongly (> 3 % off), and at what confidence.
+int run_null(bool verbose) {
+  auto physical = [](int epochs) {
+    SyntheticSpec s;
+    s.busy_util_pct = 14; s.event_depth = -0.4; s.event_duty = 0.05; s.period_s = 3.6; s.epochs = epochs;
+    s.period_jitter = 0.05; s.noise = 0.01; s.warmup_s = 0; s.idle_head_s = 4; s.idle_tail_s = 3;
+    s.util_refresh_s = 0.2; s.power_w_per_util = 0.4; s.power_noise_w = 0.1; s.power_wander_w = 0.3;
+    s.mem_util_scale = 0; s.iteration_amp = 0; s.bump_rate_per_s = 0.25;
+    return s;
+  };
+  int runs = 0, null_found = 0, sig_found = 0, sig_wrong = 0;
+  double null_max_conf = 0;
+  for (int epochs : {4, 5, 6, 8, 12})
+    for (unsigned long long seed = 0; seed < 100; ++seed)
+      for (bool sig : {false, true}) {
+        auto spec = physical(epochs);
+        spec.boundary_signature = sig;
+        const auto s = make_synthetic_trace(spec, seed * 7919 + 17);
+        const auto seg = detect_epochs(s.trace);
+        if (!sig) {
+          ++runs;
+          if (!seg.found) continue;
+          ++null_found;
+          null_max_conf = std::max(null_max_conf, seg.confidence);
+          if (verbose) fmt::print("NULL e{} s{} conf {:.2f} | {}\n", epochs, seed, seg.confidence, seg.reason);
+        } else if (seg.found) {
+          ++sig_found;
+          const double err = std::abs(seg.period_s - s.truth.period_s) / s.truth.period_s;
+          if (err > 0.03) ++sig_wrong;
+          if (verbose)
+            fmt::print("{} e{} s{} err {:.1f}% conf {:.2f} | {}\n", err > 0.03 ? "WRONG" : "RIGHT", epochs, seed,
+                       100 * err, seg.confidence, seg.reason);
+        }
+      }
+  fmt::print("null runs {}: found {} (max confidence {:.2f}); signature runs {}: found {}, wrong {}\n", runs,
+             null_found, null_max_conf, runs, sig_found, sig_wrong);
+  return 0;
+}
+
 }  // namespace
 }  // namespace epochcast
 
@@ -365,6 +409,8 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--eval") == 0) return epochcast::run_eval(seeds, json_path);
+      if (std::strcmp(argv[i], "--null") == 0)
+        return epochcast::run_null(i + 1 < argc && std::strcmp(argv[i + 1], "--verbose") == 0);
       if (std::strcmp(argv[i], "--write-trace") == 0 && i + 1 < argc) return epochcast::write_trace(argv[i + 1]);
       if (std::strcmp(argv[i], "--time-file") == 0 && i + 1 < argc) return epochcast::time_file(argv[i + 1], repeat);
     }
