@@ -96,12 +96,6 @@ TEST(LaunchBound, NullTwinRarelyConfirmedByTheChain) {
   EXPECT_LE(chain, 1);
 }
 
-}  // namespace
-}  // namespace epochcast
-
-namespace epochcast {
-namespace {
-
 // The autocorrelation path on few epochs: the template is folded from the same 3-4 epochs it
 // is matched against, so "2/2" or "3/3 boundaries match" happens on random bumps too. An epoch
 // counts towards the confidence only when matched boundaries (or an idle edge one period away)
@@ -140,7 +134,8 @@ TEST(LaunchBound, FewEpochNullFindsAreRare) {
       }
     }
   }
-  std::printf("null twin: %d of 200 found; signature twin: %d found, %d right\n", null_found, found, right);
+  std::printf("null twin: %d of 200 found; signature twin: %d found, %d right\n", null_found, found,
+              right);
   EXPECT_LE(null_found, 5);
   EXPECT_GE(right, 32);
 }
