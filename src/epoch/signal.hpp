@@ -11,6 +11,18 @@
 
 namespace epochcast::signal {
 
+// Instruction set of the hot kernels (z-score sweep, ACF lag sweeps, range / timestamp
+// checks, busy runs, halving). Chosen once: AVX2 where the processor and OS support it,
+// unless EPOCHCAST_SIMD=baseline is set; the build itself targets baseline x86-64, so the
+// binary stays portable. Both paths give bit-identical results (same sums in the same order,
+// no FMA); tests run every kernel on both.
+enum class Simd { kBaseline, kAvx2 };
+Simd simd();
+bool simd_available(Simd s);
+// Forces a path (tests, benchmarks); one the processor lacks falls back to the baseline.
+// Returns the previous choice.
+Simd set_simd(Simd s);
+
 // Allocator whose resize() leaves doubles uninitialised: the long working arrays are written
 // once in full right after sizing, and zero-filling them first is another pass over memory.
 template <class T>
