@@ -1,11 +1,15 @@
 // The vectorised sweeps of the epoch stage against plain scalar loops, on lengths that leave
 // every tail length of the vector blocks, with NaN and implausible readings placed in the tails too.
+// Every test runs on both dispatch paths (baseline SSE2 and AVX2, the latter skipped on a
+// processor without it), and the paths are compared bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../../../src/epoch/signal.hpp"
@@ -21,7 +25,21 @@ std::vector<double> random_series(std::size_t n, std::uint64_t seed) {
   return x;
 }
 
-TEST(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
+// Runs a test with the kernels forced onto one path, restoring the choice afterwards.
+class Signal : public ::testing::TestWithParam<Simd> {
+ protected:
+  void SetUp() override {
+    if (!simd_available(GetParam())) GTEST_SKIP() << "this processor lacks the path";
+    previous_ = set_simd(GetParam());
+    ASSERT_EQ(simd(), GetParam());
+  }
+  void TearDown() override { set_simd(previous_); }
+  Simd previous_ = Simd::kBaseline;
+};
+INSTANTIATE_TEST_SUITE_P(Paths, Signal, ::testing::Values(Simd::kBaseline, Simd::kAvx2),
+                         [](const auto& info) { return std::string(info.param == Simd::kAvx2 ? "Avx2" : "Baseline"); });
+
+TEST_P(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
   for (std::size_t n : {1u, 2u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1001u}) {
     auto y = random_series(n, n);
     const double base = 48, slope = 0.01, inv = 1.0 / 15, clip = 1.5;
@@ -50,7 +68,7 @@ TEST(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
   }
 }
 
-TEST(Signal, CountOutsideAndLineSums) {
+TEST_P(Signal, CountOutsideAndLineSums) {
   for (std::size_t n : {0u, 1u, 2u, 5u, 8u, 13u, 1000u}) {
     auto y = random_series(n, 7 + n);
     std::size_t outside = 0;
@@ -68,7 +86,7 @@ TEST(Signal, CountOutsideAndLineSums) {
   }
 }
 
-TEST(Signal, SubtractMovingAverageMatchesMovingAverage) {
+TEST_P(Signal, SubtractMovingAverageMatchesMovingAverage) {
   for (std::size_t n : {1u, 3u, 4u, 5u, 17u, 100u, 1003u})
     for (std::size_t width : {1u, 2u, 3u, 8u, 31u}) {
       auto x = random_series(n, n * 31 + width);
@@ -79,7 +97,7 @@ TEST(Signal, SubtractMovingAverageMatchesMovingAverage) {
     }
 }
 
-TEST(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
+TEST_P(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
   std::vector<double> t(101);
   for (std::size_t i = 0; i < t.size(); ++i) t[i] = 0.1 * static_cast<double>(i);
   bool grid = false;
@@ -98,7 +116,7 @@ TEST(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
   EXPECT_EQ(check_timestamps(t, 0.1, 0.005, grid), 0u);
 }
 
-TEST(Signal, AutocorrelationMatchesDirectSum) {
+TEST_P(Signal, AutocorrelationMatchesDirectSum) {
   // Lags swept four at a time: every remainder of lags and of samples, lags past the end.
   for (std::size_t n : {3u, 5u, 9u, 22u, 23u, 24u, 25u, 777u}) {
     auto x = random_series(n, 3 + n);
@@ -125,7 +143,7 @@ TEST(Signal, AutocorrelationMatchesDirectSum) {
 // The windowed sweep (levels 0-3 stored over part of their range, level 4 whole) gives the
 // same values as the whole sweep and scalar pairwise means, for every tail length (n mod 16),
 // store ranges that start and end inside a block or reach into the tail, and an index offset.
-TEST(Signal, WindowedPyramidSweepMatchesWholeLevels) {
+TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
   for (std::size_t n = 0; n < 80; ++n) {
     for (std::size_t first : {0u, 5u}) {
       auto y = random_series(n + 200, n * 3 + first);
@@ -171,7 +189,7 @@ TEST(Signal, WindowedPyramidSweepMatchesWholeLevels) {
   }
 }
 
-TEST(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
+TEST_P(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
   std::mt19937_64 rng(11);
   for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 5000u, 16384u}) {
     for (int kind = 0; kind < 4; ++kind) {
@@ -191,7 +209,7 @@ TEST(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
   }
 }
 
-TEST(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
+TEST_P(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
   for (std::size_t n : {1u, 2u, 7u, 64u, 1001u, 4099u})
     for (std::size_t width : {0u, 3u, 8u, 60u}) {
       const auto x = random_series(n, n + width);
@@ -236,7 +254,7 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector
   return runs;
 }
 
-TEST(Signal, RunsAboveMatchesCentredMeanLoop) {
+TEST_P(Signal, RunsAboveMatchesCentredMeanLoop) {
   std::mt19937_64 rng(5);
   for (std::size_t n = 0; n < 200; ++n)
     // The last five take the division fallback (3 * threshold is not finite, or NaN).
@@ -258,7 +276,7 @@ TEST(Signal, RunsAboveMatchesCentredMeanLoop) {
   }
 }
 
-TEST(Signal, FastChecksFindNaNAndInfinityAnywhere) {
+TEST_P(Signal, FastChecksFindNaNAndInfinityAnywhere) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   for (std::size_t n = 1; n < 40; ++n)
     for (std::size_t at = 0; at < n; ++at)
@@ -275,6 +293,155 @@ TEST(Signal, FastChecksFindNaNAndInfinityAnywhere) {
         EXPECT_FALSE(grid) << n << " " << at;
         EXPECT_EQ(first_bad, at) << n << " " << at;  // not finite, or (-inf) decreasing there
       }
+}
+
+
+// ---- The two dispatch paths against each other, bit for bit ----
+
+template <class F>
+auto on_path(Simd s, F&& f) {
+  const Simd prev = set_simd(s);
+  auto r = f();
+  set_simd(prev);
+  return r;
+}
+
+// Same bits, or both NaN.
+template <class A, class B>
+void expect_same_bits(const A& a, const B& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(double)), 0) << what << " at " << i << ": " << a[i] << " vs " << b[i];
+  }
+}
+
+class SignalPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!simd_available(Simd::kAvx2)) GTEST_SKIP() << "no AVX2 here: only the baseline path exists";
+  }
+};
+
+TEST(SignalDispatch, SetSimdFallsBackAndRestores) {
+  const Simd before = simd();
+  EXPECT_EQ(set_simd(Simd::kBaseline), before);
+  EXPECT_EQ(simd(), Simd::kBaseline);
+  set_simd(Simd::kAvx2);
+  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  EXPECT_TRUE(simd_available(Simd::kBaseline));
+  set_simd(before);
+  EXPECT_EQ(simd(), before);
+}
+
+// Bad readings (NaN, implausible, infinite) at `at` positions: the head, the middle and
+// every position of the last 20 (the vector tails of both paths).
+std::vector<std::size_t> bad_positions(std::size_t n) {
+  std::vector<std::size_t> at;
+  if (n == 0) return at;
+  at.push_back(0);
+  at.push_back(n / 2);
+  for (std::size_t i = n > 20 ? n - 20 : 0; i < n; ++i) at.push_back(i);
+  return at;
+}
+
+TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  for (std::size_t n = 0; n < 100; n += (n < 70 ? 1 : 7)) {
+    const auto y0 = random_series(n + 150, 1000 + n);
+    for (std::size_t trial = 0; trial < 4; ++trial) {
+      auto y = y0;
+      // trial 0: clean; 1-3: one NaN / implausible / -inf reading, moved through the tail.
+      const auto positions = bad_positions(y.size());
+      for (std::size_t pi = 0; pi < (trial == 0 ? 1 : positions.size()); ++pi) {
+        auto bad = y;
+        if (trial > 0) bad[positions[pi]] = trial == 1 ? kNaN : trial == 2 ? 3e9 : -kInf;
+        PyramidStore want;
+        for (std::size_t l = 0; l < 4; ++l) {
+          const std::size_t len = bad.size() >> l;
+          want[l] = {std::min(len, (n / 5) >> l), std::min(len, ((n / 5) >> l) + 9 + n / 3)};
+        }
+        struct Out {
+          std::size_t count;
+          std::array<Buffer, 4> levels;
+          std::array<std::size_t, 4> from;
+          Buffer level4;
+        };
+        auto run = [&] {
+          Out o{};
+          o.count = affine_clip_pyramid(bad, 3, 48, 0.013, 1.0 / 17, 2.5, -1e9, 1e9, want, o.levels, o.from, &o.level4);
+          return o;
+        };
+        const Out a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
+        const std::string what = "n " + std::to_string(n) + " trial " + std::to_string(trial) + " pos " + std::to_string(pi);
+        EXPECT_EQ(a.count, b.count) << what;
+        EXPECT_EQ(a.count, trial == 0 ? 0u : 1u) << what;
+        EXPECT_EQ(a.from, b.from) << what;
+        for (std::size_t l = 0; l < 4; ++l) expect_same_bits(a.levels[l], b.levels[l], what + " level " + std::to_string(l));
+        expect_same_bits(a.level4, b.level4, what + " level 4");
+        EXPECT_EQ(on_path(Simd::kBaseline, [&] { return count_outside(bad, -1e9, 1e9); }),
+                  on_path(Simd::kAvx2, [&] { return count_outside(bad, -1e9, 1e9); }))
+            << what;
+      }
+    }
+  }
+}
+
+TEST_F(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
+  for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 15u, 16u, 17u, 31u, 33u, 64u, 1001u,
+                        4099u, 32768u}) {
+    const auto x = random_series(n, 77 + n);
+    for (std::size_t lo : {1u, 2u, 6u, 8u})
+      for (std::size_t hi : {lo, lo + 1, lo + 2, lo + 3, lo + 4, lo + 7, std::size_t{16}, std::size_t{40}}) {
+        const std::string what = std::to_string(n) + " lags " + std::to_string(lo) + ".." + std::to_string(hi);
+        auto acf = [&] {
+          std::vector<double> r;
+          autocorrelation(x, lo, hi, r);
+          return r;
+        };
+        expect_same_bits(on_path(Simd::kBaseline, acf), on_path(Simd::kAvx2, acf), what);
+        for (std::size_t width : {0u, 3u, 8u, 64u}) {
+          auto centred = [&] {
+            Buffer work;
+            std::vector<double> r;
+            centred_autocorrelation(x, width, lo, hi, work, r);
+            r.insert(r.end(), work.begin(), work.end());  // the high-passed, centred window too
+            return r;
+          };
+          expect_same_bits(on_path(Simd::kBaseline, centred), on_path(Simd::kAvx2, centred),
+                           what + " width " + std::to_string(width));
+        }
+      }
+    auto half = [&] { return halve(x); };
+    expect_same_bits(on_path(Simd::kBaseline, half), on_path(Simd::kAvx2, half), "halve " + std::to_string(n));
+  }
+}
+
+TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  std::mt19937_64 rng(9);
+  for (std::size_t n = 0; n < 90; ++n) {
+    std::vector<double> t(n);
+    for (std::size_t i = 0; i < n; ++i)
+      t[i] = 0.1 * static_cast<double>(i) + std::uniform_real_distribution<double>(-0.004, 0.004)(rng);
+    for (const std::size_t at : bad_positions(n))
+      for (double bad : {kNaN, kInf, -kInf, 1e6, -1.0, t[at] + 0.007}) {
+        auto u = t;
+        u[at] = bad;
+        auto check = [&] {
+          bool grid = false;
+          const std::size_t i = check_timestamps(u, 0.1, 0.005, grid);
+          return std::pair{i, grid};
+        };
+        EXPECT_EQ(on_path(Simd::kBaseline, check), on_path(Simd::kAvx2, check)) << n << " at " << at << " " << bad;
+      }
+    for (double threshold : {0.5, 1.0 / 3.0, 1.5, 50.0}) {
+      std::vector<double> a(n * 3 + 1);
+      for (auto& v : a) v = static_cast<double>(std::uniform_int_distribution<int>(0, 3)(rng)) * 0.5;
+      auto runs = [&] { return runs_above(a, threshold); };
+      EXPECT_EQ(on_path(Simd::kBaseline, runs), on_path(Simd::kAvx2, runs)) << n << " " << threshold;
+    }
+  }
 }
 
 }  // namespace
