@@ -454,7 +454,7 @@ double quantile(std::span<const double> x, double q) {
     const std::size_t at = k * (kPivots - 1) / (n - 1);
     const double lo = piv[at >= kMargin ? at - kMargin : 0], hi = piv[std::min(kPivots - 1, at + kMargin)];
     // Values equal to a pivot are counted, not kept: readings are often heavily tied.
-    std::vector<double> kept(n);
+    Buffer kept(n);  // written before it is read: no zero fill
     std::size_t m = 0, below = 0, at_lo = 0, at_hi = 0;
     for (const double v : x) {
       kept[m] = v;

@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "../../../src/epoch/signal.hpp"
+#include "epochcast/epoch/detect.hpp"
+#include "epochcast/epoch/synthetic.hpp"
+#include "epochcast/trace/read.hpp"
 
 namespace epochcast::signal {
 namespace {
@@ -441,6 +444,44 @@ TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
       auto runs = [&] { return runs_above(a, threshold); };
       EXPECT_EQ(on_path(Simd::kBaseline, runs), on_path(Simd::kAvx2, runs)) << n << " " << threshold;
     }
+  }
+}
+
+// The whole detector on both paths: the six real traces (with their host logs) and long
+// synthetic traces (levels 0-3 stored only in their ACF windows) give the same result, bit for bit.
+void expect_same_segmentation(const Trace& trace, const std::string& what) {
+  auto run = [&] { return detect_epochs(trace); };
+  const Segmentation a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
+  EXPECT_EQ(a.found, b.found) << what;
+  EXPECT_EQ(a.reason, b.reason) << what;
+  expect_same_bits(std::vector<double>{a.period_s, a.confidence, a.period_samples, a.candidate_period_s,
+                                       a.training_start_s, a.training_end_s},
+                   std::vector<double>{b.period_s, b.confidence, b.period_samples, b.candidate_period_s,
+                                       b.training_start_s, b.training_end_s},
+                   what);
+  ASSERT_EQ(a.epochs.size(), b.epochs.size()) << what;
+  for (std::size_t k = 0; k < a.epochs.size(); ++k) {
+    EXPECT_EQ(a.epochs[k].start_s, b.epochs[k].start_s) << what << " epoch " << k;
+    EXPECT_EQ(a.epochs[k].end_s, b.epochs[k].end_s) << what << " epoch " << k;
+  }
+  EXPECT_EQ(a.channels, b.channels) << what;
+}
+
+TEST_F(SignalPaths, DetectorGivesTheSameResultOnRealAndLongTraces) {
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+  for (const char* name : {"effnetb0_224_bs64_ckpt_500ms", "lenet5_28_bs64_fp32", "mobilenetv2_224_bs128_noval",
+                           "resnet18_32_bs128_cpuloader", "resnet50_224_bs256_bf16", "vgg16_224_bs32_fp32"}) {
+    ReadOptions options;
+    options.host_path = dir + name + ".host.csv";
+    expect_same_segmentation(read_trace(dir + name + ".smi.csv", options), name);
+  }
+  for (std::uint64_t seed : {1u, 2u}) {
+    SyntheticSpec spec;
+    spec.interval_s = 0.1;
+    spec.period_s = 600;
+    spec.epochs = 24;  // 144,000+ samples per channel: levels 0-3 kept only in their ACF windows
+    spec.event_duty = 0.03;
+    expect_same_segmentation(make_synthetic_trace(spec, seed).trace, "synthetic seed " + std::to_string(seed));
   }
 }
 
