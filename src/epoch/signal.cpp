@@ -435,6 +435,58 @@ double fill_gaps(std::vector<double>& x) {
   return static_cast<double>(missing) / static_cast<double>(n);
 }
 
+namespace {
+// Counts of x below lo, equal to lo, equal to hi; the values strictly between are appended to
+// `kept` (m of them, in any order: only the k-th smallest of them is asked for).
+void bracket_base(const double* x, std::size_t n, double lo, double hi, double* kept, std::size_t& m,
+                  std::size_t& below, std::size_t& at_lo, std::size_t& at_hi) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    kept[m] = v;
+    m += (v > lo) & (v < hi);
+    below += v < lo;
+    at_lo += v == lo;
+    at_hi += v == hi;
+  }
+}
+#if EPOCHCAST_AVX2_DISPATCH
+// Four values per compare; the kept lanes are packed to the front with one permute (lane
+// indices from a 16-entry table by the 4-bit mask) and stored whole, `kept` having 4 spare.
+EPOCHCAST_AVX2 void bracket_avx2(const double* x, std::size_t n, double lo, double hi, double* kept, std::size_t& m,
+                                 std::size_t& below, std::size_t& at_lo, std::size_t& at_hi) {
+  using I8 = int __attribute__((vector_size(32)));
+  static constexpr auto kPack = [] {
+    std::array<std::array<int, 8>, 16> t{};
+    for (unsigned mask = 0; mask < 16; ++mask) {
+      std::size_t o = 0;
+      for (int lane = 0; lane < 4; ++lane)
+        if (mask & (1u << lane)) t[mask][o] = 2 * lane, t[mask][o + 1] = 2 * lane + 1, o += 2;
+    }
+    return t;
+  }();
+  const V4 vlo = splat4(lo), vhi = splat4(hi);
+  std::size_t i = 0, mm = m, b = 0, el = 0, eh = 0;
+  auto bits = [](auto cmp) __attribute__((always_inline, target("avx2"))) {
+    return static_cast<unsigned>(__builtin_ia32_movmskpd256(reinterpret_cast<V4>(cmp)));
+  };
+  for (; i + 4 <= n; i += 4) {
+    const V4 v = load4(x + i);
+    const unsigned keep = bits((v > vlo) & (v < vhi));
+    b += static_cast<std::size_t>(__builtin_popcount(bits(v < vlo)));
+    el += static_cast<std::size_t>(__builtin_popcount(bits(v == vlo)));
+    eh += static_cast<std::size_t>(__builtin_popcount(bits(v == vhi)));
+    I8 idx;
+    std::memcpy(&idx, kPack[keep].data(), sizeof idx);
+    store4(kept + mm, reinterpret_cast<V4>(__builtin_ia32_permvarsi256(reinterpret_cast<I8>(v), idx)));
+    mm += static_cast<std::size_t>(__builtin_popcount(keep));
+  }
+  m = mm;
+  below += b, at_lo += el, at_hi += eh;
+  bracket_base(x + i, n - i, lo, hi, kept, m, below, at_lo, at_hi);
+}
+#endif
+}  // namespace
+
 double quantile(std::span<const double> x, double q) {
   if (x.empty()) return std::numeric_limits<double>::quiet_NaN();
   const std::size_t n = x.size();
@@ -454,15 +506,17 @@ double quantile(std::span<const double> x, double q) {
     const std::size_t at = k * (kPivots - 1) / (n - 1);
     const double lo = piv[at >= kMargin ? at - kMargin : 0], hi = piv[std::min(kPivots - 1, at + kMargin)];
     // Values equal to a pivot are counted, not kept: readings are often heavily tied.
-    Buffer kept(n);  // written before it is read: no zero fill
+    Buffer kept(n + 4);  // written before it is read (no zero fill); 4 spare for the vector stores
     std::size_t m = 0, below = 0, at_lo = 0, at_hi = 0;
-    for (const double v : x) {
-      kept[m] = v;
-      m += (v > lo) & (v < hi);
-      below += v < lo;
-      at_lo += v == lo;
-      at_hi += v == hi;
+#if EPOCHCAST_AVX2_DISPATCH
+    if (use_avx2()) {
+      bracket_avx2(x.data(), n, lo, hi, kept.data(), m, below, at_lo, at_hi);
+    } else {
+      bracket_base(x.data(), n, lo, hi, kept.data(), m, below, at_lo, at_hi);
     }
+#else
+    bracket_base(x.data(), n, lo, hi, kept.data(), m, below, at_lo, at_hi);
+#endif
     if (lo == hi) at_hi = 0;
     if (k >= below) {
       std::size_t r = k - below;
@@ -756,11 +810,27 @@ EPOCHCAST_AVX2 void autocorrelation_avx2(const double* p, std::size_t n, std::si
   };
   const double energy = dot(n, 0);
   if (!(energy > 0)) return;
-  std::size_t k = lo;
-  for (; k + 3 <= hi && k + 3 < n; k += 4) {
-    const std::size_t m = n - (k + 3);
+  // Lags k..k+3 and, when `pair`, k+4..k+7 in one sweep: eight independent accumulators keep
+  // the adders busy (four wait on their own latency). Each group's sums run over the same i
+  // as the baseline's (its own bound m), so the results are the same.
+  auto groups = [&](std::size_t k, bool pair) __attribute__((always_inline, target("avx2"))) {
+    const std::size_t m = n - (k + 3), m8 = pair ? n - (k + 7) : 0;
     V4 a0 = splat4(0), a1 = splat4(0), a2 = splat4(0), a3 = splat4(0);
+    V4 b0 = splat4(0), b1 = splat4(0), b2 = splat4(0), b3 = splat4(0);
     std::size_t i = 0;
+    for (; i + 4 <= m8; i += 4) {
+      const V4 x = load4(p + i);
+      const double* q = p + i + k;
+      a0 += x * load4(q);
+      a1 += x * load4(q + 1);
+      a2 += x * load4(q + 2);
+      a3 += x * load4(q + 3);
+      b0 += x * load4(q + 4);
+      b1 += x * load4(q + 5);
+      b2 += x * load4(q + 6);
+      b3 += x * load4(q + 7);
+    }
+    const std::size_t i8 = i;
     for (; i + 4 <= m; i += 4) {
       const V4 x = load4(p + i);
       const double* q = p + i + k;
@@ -769,14 +839,19 @@ EPOCHCAST_AVX2 void autocorrelation_avx2(const double* p, std::size_t n, std::si
       a2 += x * load4(q + 2);
       a3 += x * load4(q + 3);
     }
-    const std::array<double, 4> part{hsum(lo2(a0) + hi2(a0)), hsum(lo2(a1) + hi2(a1)), hsum(lo2(a2) + hi2(a2)),
-                                     hsum(lo2(a3) + hi2(a3))};
-    for (std::size_t j = 0; j < 4; ++j) {
-      double s = part[j];
-      for (std::size_t t = i; t + k + j < n; ++t) s += p[t] * p[t + k + j];
-      out[k + j - lo] = s / energy;
-    }
-  }
+    auto finish = [&](std::size_t k0, std::size_t from, const std::array<V4, 4>& acc) __attribute__((always_inline, target("avx2"))) {
+      for (std::size_t j = 0; j < 4; ++j) {
+        double s = hsum(lo2(acc[j]) + hi2(acc[j]));
+        for (std::size_t t = from; t + k0 + j < n; ++t) s += p[t] * p[t + k0 + j];
+        out[k0 + j - lo] = s / energy;
+      }
+    };
+    finish(k, i, {a0, a1, a2, a3});
+    if (pair) finish(k + 4, i8, {b0, b1, b2, b3});
+  };
+  std::size_t k = lo;
+  for (; k + 7 <= hi && k + 7 < n; k += 8) groups(k, true);
+  for (; k + 3 <= hi && k + 3 < n; k += 4) groups(k, false);
   for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
 }
 #endif

@@ -194,7 +194,7 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
 
 TEST_P(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
   std::mt19937_64 rng(11);
-  for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 5000u, 16384u}) {
+  for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 2049u, 2050u, 2051u, 5000u, 5003u, 16384u}) {
     for (int kind = 0; kind < 4; ++kind) {
       std::vector<double> x(n);
       for (std::size_t i = 0; i < n; ++i) {
