@@ -890,15 +890,7 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
   double amplitude = 0;
   for (double v : profile) amplitude = std::max(amplitude, std::abs(v - med));
   // Reading step: the smallest positive difference between distinct values (first 4096).
-  std::vector<double> sorted;
-  for (std::size_t i = 0; i < readings.size() && sorted.size() < 4096; ++i)
-    if (std::isfinite(readings[i])) sorted.push_back(readings[i]);
-  std::sort(sorted.begin(), sorted.end());
-  double step = 0;
-  for (std::size_t i = 1; i < sorted.size(); ++i) {
-    const double d = sorted[i] - sorted[i - 1];
-    if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
-  }
+  const double step = signal::smallest_step(readings, 4096);
   if (!(step > 0)) return 0;
   return amplitude / step;
 }
@@ -911,15 +903,7 @@ bool toggles_between_two_readings(std::span<const double> raw, std::span<const d
     hi = std::max(hi, v);
   }
   if (!(hi > lo)) return false;
-  std::vector<double> sorted;
-  for (std::size_t i = 0; i < readings.size() && sorted.size() < 4096; ++i)
-    if (std::isfinite(readings[i])) sorted.push_back(readings[i]);
-  std::sort(sorted.begin(), sorted.end());
-  double step = 0;
-  for (std::size_t i = 1; i < sorted.size(); ++i) {
-    const double d = sorted[i] - sorted[i - 1];
-    if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
-  }
+  const double step = signal::smallest_step(readings, 4096);
   return step > 0 && hi - lo <= step * (1 + 1e-9);
 }
 

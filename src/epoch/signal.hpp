@@ -113,6 +113,12 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
 // when n == 1) is above `threshold`, computed as (a[i-1] + a[i] + a[i+1]) / 3.0 > threshold.
 std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold);
 
+// Reading step of a quantised channel: the smallest difference d between distinct values
+// among the first `max_count` finite readings with d > 1e-9 (|upper value| + 1); 0 if none.
+// A radix sort (bytes that all keys share are skipped): the flicker check's 4,096-value sorts were
+// 5 % of a detection.
+double smallest_step(std::span<const double> readings, std::size_t max_count = 4096);
+
 // Vertex of the parabola through (-1, a), (0, b), (1, c): offset in [-0.5, 0.5].
 double parabolic_offset(double a, double b, double c);
 

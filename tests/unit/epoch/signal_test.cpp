@@ -231,6 +231,48 @@ TEST_P(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
     }
 }
 
+// The radix-sorted reading step against std::sort: quantised, continuous, negative, signed
+// zeros, NaN and infinities (skipped), fewer and more than max_count readings.
+double step_by_sort(const std::vector<double>& r, std::size_t max_count) {
+  std::vector<double> sorted;
+  for (std::size_t i = 0; i < r.size() && sorted.size() < max_count; ++i)
+    if (std::isfinite(r[i])) sorted.push_back(r[i]);
+  std::sort(sorted.begin(), sorted.end());
+  double step = 0;
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    const double d = sorted[i] - sorted[i - 1];
+    if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
+  }
+  return step;
+}
+
+TEST(SignalStep, SmallestStepMatchesSortedDifferences) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  std::mt19937_64 rng(21);
+  for (std::size_t n : {0u, 1u, 2u, 3u, 17u, 500u, 4096u, 5000u})
+    for (int kind = 0; kind < 6; ++kind) {
+      std::vector<double> r(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        switch (kind) {
+          case 0: r[i] = std::floor(u * 100); break;                  // utilisation, integer percent
+          case 1: r[i] = std::round(u * 30000) / 100; break;          // power, 0.01 W
+          case 2: r[i] = 1965 + 15 * std::floor(u * 2); break;        // two clock readings
+          case 3: r[i] = (u - 0.5) * 1e-3; break;                     // continuous, both signs
+          case 4: r[i] = i % 3 == 0 ? 0.0 : (i % 3 == 1 ? -0.0 : std::floor(u * 4) - 2); break;
+          default: r[i] = i % 7 == 0 ? kNaN : (i % 11 == 0 ? (i % 2 ? kInf : -kInf) : std::floor(u * 50) * 0.5);
+        }
+      }
+      for (std::size_t cap : {std::size_t{4096}, std::size_t{10}})
+        EXPECT_EQ(smallest_step(r, cap), step_by_sort(r, cap)) << n << " kind " << kind << " cap " << cap;
+    }
+  EXPECT_EQ(smallest_step(std::vector<double>{5, 5, 5}), 0.0);
+  // A gap below 1e-9 of the value is no step: 1e12 and 1e12 + 0.001 count as one reading.
+  const std::vector<double> big{1e12 + 2000, 1e12, 1e12 + 1e-3};
+  EXPECT_EQ(smallest_step(big), step_by_sort(big, 4096));
+  EXPECT_GT(smallest_step(big), 1000.0);
+}
+
 // Busy runs without the division, against the byte-per-sample loop the detector used: integer
 // utilisation whose 3-sample sums sit exactly on the threshold's boundary, every word tail.
 std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector<double>& a, double threshold) {
