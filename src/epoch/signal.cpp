@@ -81,6 +81,8 @@ Simd simd() {
   return static_cast<Simd>(v);
 }
 
+void reset_simd() { g_simd.store(-1, std::memory_order_relaxed); }
+
 Simd set_simd(Simd s) {
   const Simd prev = simd();
   g_simd.store(static_cast<int>(simd_available(s) ? s : Simd::kBaseline), std::memory_order_relaxed);

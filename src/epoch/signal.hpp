@@ -22,6 +22,8 @@ bool simd_available(Simd s);
 // Forces a path (tests, benchmarks); one the processor lacks falls back to the baseline.
 // Returns the previous choice.
 Simd set_simd(Simd s);
+// Forgets the choice: the next simd() reads EPOCHCAST_SIMD and the processor again (tests).
+void reset_simd();
 
 // Allocator whose resize() leaves doubles uninitialised: the long working arrays are written
 // once in full right after sizing, and zero-filling them first is another pass over memory.

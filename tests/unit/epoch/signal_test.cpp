@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -377,6 +378,24 @@ TEST(SignalDispatch, SetSimdFallsBackAndRestores) {
   EXPECT_TRUE(simd_available(Simd::kBaseline));
   set_simd(before);
   EXPECT_EQ(simd(), before);
+}
+
+// EPOCHCAST_SIMD=baseline forces the baseline path; unset (or any other value) the processor decides.
+TEST(SignalDispatch, EnvironmentForcesTheBaseline) {
+  const Simd before = simd();
+  const char* old = std::getenv("EPOCHCAST_SIMD");
+  const std::string saved = old ? old : "";
+  ::setenv("EPOCHCAST_SIMD", "baseline", 1);
+  reset_simd();
+  EXPECT_EQ(simd(), Simd::kBaseline);
+  ::setenv("EPOCHCAST_SIMD", "avx2", 1);
+  reset_simd();
+  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  ::unsetenv("EPOCHCAST_SIMD");
+  reset_simd();
+  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  if (old) ::setenv("EPOCHCAST_SIMD", saved.c_str(), 1);
+  set_simd(before);
 }
 
 // Bad readings (NaN, implausible, infinite) at `at` positions: the head, the middle and
