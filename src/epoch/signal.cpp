@@ -2,10 +2,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define EPOCHCAST_AVX2_DISPATCH 1
+#endif
 
 namespace epochcast::signal {
 namespace {
@@ -32,13 +39,68 @@ inline V2 pair_means(V2 a, V2 b) {
   return (__builtin_shufflevector(a, b, 0, 2) + __builtin_shufflevector(a, b, 1, 3)) * splat(0.5);
 }
 
+#if EPOCHCAST_AVX2_DISPATCH
+// Four doubles per operation, in functions compiled for AVX2 only (target attribute); called
+// only after simd() chose AVX2. No FMA: a fused multiply-add rounds once where the baseline
+// rounds twice, and the paths are to agree bit for bit.
+#define EPOCHCAST_AVX2 __attribute__((target("avx2")))
+using V4 = double __attribute__((vector_size(32)));
+EPOCHCAST_AVX2 inline V4 load4(const double* p) {
+  V4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+EPOCHCAST_AVX2 inline void store4(double* p, V4 v) { std::memcpy(p, &v, sizeof v); }
+EPOCHCAST_AVX2 inline V4 splat4(double v) { return V4{v, v, v, v}; }
+EPOCHCAST_AVX2 inline V2 lo2(V4 v) { return __builtin_shufflevector(v, v, 0, 1); }
+EPOCHCAST_AVX2 inline V2 hi2(V4 v) { return __builtin_shufflevector(v, v, 2, 3); }
+#endif
+
+std::atomic<int> g_simd{-1};
+
 }  // namespace
 
-std::size_t count_outside(std::span<const double> x, double lo, double hi) {
-  const std::size_t n = x.size();
-  const double* p = x.data();
-  // Fast: running min and max, and a probe that turns NaN on a NaN reading (v - v); the
-  // exact count only when something is outside.
+bool simd_available(Simd s) {
+  if (s == Simd::kBaseline) return true;
+#if EPOCHCAST_AVX2_DISPATCH
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");  // also checks that the OS saves the YMM registers
+#else
+  return false;
+#endif
+}
+
+Simd simd() {
+  int v = g_simd.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("EPOCHCAST_SIMD");
+    const bool forced = env != nullptr && std::string_view(env) == "baseline";
+    v = static_cast<int>(!forced && simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+    g_simd.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<Simd>(v);
+}
+
+void reset_simd() { g_simd.store(-1, std::memory_order_relaxed); }
+
+Simd set_simd(Simd s) {
+  const Simd prev = simd();
+  g_simd.store(static_cast<int>(simd_available(s) ? s : Simd::kBaseline), std::memory_order_relaxed);
+  return prev;
+}
+
+namespace {
+#if EPOCHCAST_AVX2_DISPATCH
+inline bool use_avx2() { return simd() == Simd::kAvx2; }
+#else
+constexpr bool use_avx2() { return false; }
+#endif
+}  // namespace
+
+namespace {
+// Whether every p[i] is in [lo, hi] (NaN is not): running min and max, and a probe that turns
+// NaN on a NaN reading (v - v).
+bool all_inside_base(const double* p, std::size_t n, double lo, double hi) {
   V2 vmin = splat(std::numeric_limits<double>::infinity()), vmax = -vmin, probe = splat(0);
   std::size_t i = 0;
   for (; i + 2 <= n; i += 2) {
@@ -50,9 +112,39 @@ std::size_t count_outside(std::span<const double> x, double lo, double hi) {
   bool clean = vmin[0] >= lo && vmin[1] >= lo && vmax[0] <= hi && vmax[1] <= hi && !(probe[0] != probe[0]) &&
                !(probe[1] != probe[1]);
   for (; i < n; ++i) clean = clean && p[i] >= lo && p[i] <= hi;
+  return clean;
+}
+
+#if EPOCHCAST_AVX2_DISPATCH
+EPOCHCAST_AVX2 bool all_inside_avx2(const double* p, std::size_t n, double lo, double hi) {
+  V4 vmin = splat4(std::numeric_limits<double>::infinity()), vmax = -vmin, probe = splat4(0);
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const V4 v = load4(p + i);
+    vmin = v < vmin ? v : vmin;
+    vmax = v > vmax ? v : vmax;
+    probe += v - v;
+  }
+  bool clean = true;
+  for (int j = 0; j < 4; ++j) clean = clean && vmin[j] >= lo && vmax[j] <= hi && probe[j] == probe[j];
+  for (; i < n; ++i) clean = clean && p[i] >= lo && p[i] <= hi;
+  return clean;
+}
+#endif
+}  // namespace
+
+std::size_t count_outside(std::span<const double> x, double lo, double hi) {
+  const std::size_t n = x.size();
+  const double* p = x.data();
+  // Fast: the range check alone; the exact count only when something is outside.
+#if EPOCHCAST_AVX2_DISPATCH
+  const bool clean = use_avx2() ? all_inside_avx2(p, n, lo, hi) : all_inside_base(p, n, lo, hi);
+#else
+  const bool clean = all_inside_base(p, n, lo, hi);
+#endif
   if (clean) return 0;
   std::size_t ok = 0;
-  for (i = 0; i < n; ++i) ok += p[i] >= lo && p[i] <= hi;
+  for (std::size_t i = 0; i < n; ++i) ok += p[i] >= lo && p[i] <= hi;
   return n - ok;
 }
 
@@ -81,6 +173,131 @@ void line_sums(std::span<const double> y, double& sum, double& sum_iy) {
   sum_iy = q;
 }
 
+namespace {
+// One z-score pyramid sweep over whole 16-sample blocks [b, e) with one store mask (bit l:
+// level l stored there). Level index k of level l is written at o[l][k - of[l]].
+struct PyramidSweep {
+  const double* p;
+  std::array<double*, 4> o;
+  std::array<std::size_t, 4> of;
+  double* o4;  // level 4 (whole) or null
+  std::size_t first;
+  double base, slope, inv, clip;
+  // Readings checked by their running min and max (NaN is lost there, but it survives the
+  // clip and the pairwise sums into `probe`); counted exactly by the caller only when bad.
+  double vmin = std::numeric_limits<double>::infinity(), vmax = -std::numeric_limits<double>::infinity(), probe = 0;
+};
+
+void pyramid_blocks_base(PyramidSweep& s, std::size_t b, std::size_t e, unsigned mask) {
+  const double* p = s.p;
+  const auto o = s.o;
+  const auto out_first = s.of;
+  double* o4 = s.o4;
+  const V2 vbase = splat(s.base), vslope = splat(s.slope), vinv = splat(s.inv), hi = splat(s.clip), lo = splat(-s.clip);
+  const V2 two = splat(2);
+  V2 vmin = splat(std::numeric_limits<double>::infinity()), vmax = -vmin, nan_probe = splat(0);
+  const auto f = static_cast<double>(s.first + b * 16);
+  V2 idx{f, f + 1};
+  auto z = [&](const double* q) __attribute__((always_inline)) {
+    const V2 v = load2(q);
+    vmin = v < vmin ? v : vmin;
+    vmax = v > vmax ? v : vmax;
+    V2 r = (v - vbase - vslope * idx) * vinv;
+    idx += two;
+    r = hi < r ? hi : r;  // minpd / maxpd, operands in the order that keeps a NaN
+    r = lo > r ? lo : r;
+    return r;
+  };
+  // Pairwise sums, scaled to means only where stored: sum/2^l is exactly the mean of means
+  // (halving is exact), and most blocks store nothing. Four samples -> levels 0 and 1.
+  auto quad = [&](const double* q, std::size_t i) __attribute__((always_inline)) {
+    const V2 a0 = z(q), a1 = z(q + 2);
+    if (mask & 1u) store2(o[0] + (i - out_first[0]), a0), store2(o[0] + (i + 2 - out_first[0]), a1);
+    const V2 m = pair_sums(a0, a1);
+    if (mask & 2u) store2(o[1] + (i / 2 - out_first[1]), m * splat(0.5));
+    return m;
+  };
+  for (std::size_t k = b; k < e; ++k) {
+    const std::size_t i = k * 16;
+    const double* q = p + i;
+    // 8 KiB ahead: the sweep computes more per byte than a plain read, and the hardware
+    // prefetcher alone left it waiting on memory (measured: 6.0 -> 5.4 ms, 6 x 864,000 cold).
+    __builtin_prefetch(q + 1024);
+    __builtin_prefetch(q + 1032);
+    const V2 b0 = quad(q, i), b1 = quad(q + 4, i + 4);
+    const V2 c0 = pair_sums(b0, b1);
+    const V2 b2 = quad(q + 8, i + 8), b3 = quad(q + 12, i + 12);
+    const V2 c1 = pair_sums(b2, b3);
+    if (mask & 4u)
+      store2(o[2] + (i / 4 - out_first[2]), c0 * splat(0.25)), store2(o[2] + (i / 4 + 2 - out_first[2]), c1 * splat(0.25));
+    const V2 d0 = pair_sums(c0, c1);
+    if (mask & 8u) store2(o[3] + (i / 8 - out_first[3]), d0 * splat(0.125));
+    nan_probe += d0;
+    if (o4) o4[k] = (d0[0] + d0[1]) * 0.0625;
+  }
+  s.vmin = std::min({s.vmin, vmin[0], vmin[1]});
+  s.vmax = std::max({s.vmax, vmax[0], vmax[1]});
+  s.probe += nan_probe[0] + nan_probe[1];
+}
+
+#if EPOCHCAST_AVX2_DISPATCH
+// The same sums as pyramid_blocks_base, four samples per operation. Pairs are formed within
+// 128-bit lanes (unpack) and put in order only where stored; each level value is still the
+// sum of the same two values of the level below.
+EPOCHCAST_AVX2 void pyramid_blocks_avx2(PyramidSweep& s, std::size_t b, std::size_t e, unsigned mask) {
+  const double* p = s.p;
+  const auto o = s.o;
+  const auto of = s.of;
+  double* o4 = s.o4;
+  const V4 vbase = splat4(s.base), vslope = splat4(s.slope), vinv = splat4(s.inv), hi = splat4(s.clip),
+           lo = splat4(-s.clip), four = splat4(4);
+  V4 vmin = splat4(std::numeric_limits<double>::infinity()), vmax = -vmin;
+  V2 nan_probe = splat(0);
+  const auto f = static_cast<double>(s.first + b * 16);
+  V4 idx{f, f + 1, f + 2, f + 3};
+  auto z = [&](const double* q) __attribute__((always_inline, target("avx2"))) {
+    const V4 v = load4(q);
+    vmin = v < vmin ? v : vmin;
+    vmax = v > vmax ? v : vmax;
+    V4 r = (v - vbase - vslope * idx) * vinv;
+    idx += four;
+    r = hi < r ? hi : r;  // operands in the order that keeps a NaN
+    r = lo > r ? lo : r;
+    return r;
+  };
+  for (std::size_t k = b; k < e; ++k) {
+    const std::size_t i = k * 16;
+    const double* q = p + i;
+    __builtin_prefetch(q + 1024);
+    __builtin_prefetch(q + 1032);
+    const V4 a0 = z(q), a1 = z(q + 4), a2 = z(q + 8), a3 = z(q + 12);
+    if (mask & 1u) {
+      double* w = o[0] + (i - of[0]);
+      store4(w, a0), store4(w + 4, a1), store4(w + 8, a2), store4(w + 12, a3);
+    }
+    // Level 1, lane order [0 2 | 1 3] and [4 6 | 5 7].
+    const V4 m0 = __builtin_shufflevector(a0, a1, 0, 4, 2, 6) + __builtin_shufflevector(a0, a1, 1, 5, 3, 7);
+    const V4 m1 = __builtin_shufflevector(a2, a3, 0, 4, 2, 6) + __builtin_shufflevector(a2, a3, 1, 5, 3, 7);
+    if (mask & 2u) {
+      double* w = o[1] + (i / 2 - of[1]);
+      store4(w, __builtin_shufflevector(m0, m0, 0, 2, 1, 3) * splat4(0.5));
+      store4(w + 4, __builtin_shufflevector(m1, m1, 0, 2, 1, 3) * splat4(0.5));
+    }
+    // Level 2 in order: [0 2 | 4 6] + [1 3 | 5 7].
+    const V4 c = __builtin_shufflevector(m0, m1, 0, 1, 4, 5) + __builtin_shufflevector(m0, m1, 2, 3, 6, 7);
+    if (mask & 4u) store4(o[2] + (i / 4 - of[2]), c * splat4(0.25));
+    const V2 cl = lo2(c), ch = hi2(c);
+    const V2 d0 = __builtin_shufflevector(cl, ch, 0, 2) + __builtin_shufflevector(cl, ch, 1, 3);
+    if (mask & 8u) store2(o[3] + (i / 8 - of[3]), d0 * splat(0.125));
+    nan_probe += d0;
+    if (o4) o4[k] = (d0[0] + d0[1]) * 0.0625;
+  }
+  for (int j = 0; j < 4; ++j) s.vmin = std::min(s.vmin, vmin[j]), s.vmax = std::max(s.vmax, vmax[j]);
+  s.probe += nan_probe[0] + nan_probe[1];
+}
+#endif
+}  // namespace
+
 std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, double base, double slope, double inv,
                                 double clip, double valid_lo, double valid_hi, const PyramidStore& want,
                                 std::array<Buffer, 4>& out, std::array<std::size_t, 4>& out_first, Buffer* level4) {
@@ -107,53 +324,14 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
   const double* p = y.data();
   std::array<double*, 4> o{};
   for (std::size_t l = 0; l < 4; ++l) o[l] = out[l].data();  // level index k is at o[l][k - out_first[l]]
-  double* o4 = level4 ? level4->data() : nullptr;
-  const V2 vbase = splat(base), vslope = splat(slope), vinv = splat(inv), hi = splat(clip), lo = splat(-clip);
-  const V2 two = splat(2);
-  // Readings checked by their running min and max (NaN is lost there, but it survives the
-  // clip below and the pairwise means into `nan_probe`); counted exactly only when bad.
-  V2 vmin = splat(std::numeric_limits<double>::infinity()), vmax = -vmin, nan_probe = splat(0);
-  // Blocks [b, e) with one store mask (bit l: level l stored there).
-  auto sweep = [&](std::size_t b, std::size_t e, unsigned mask) __attribute__((always_inline)) {
-    const auto f = static_cast<double>(first + b * 16);
-    V2 idx{f, f + 1};
-    auto z = [&](const double* q) __attribute__((always_inline)) {
-      const V2 v = load2(q);
-      vmin = v < vmin ? v : vmin;
-      vmax = v > vmax ? v : vmax;
-      V2 r = (v - vbase - vslope * idx) * vinv;
-      idx += two;
-      r = hi < r ? hi : r;  // minpd / maxpd, operands in the order that keeps a NaN
-      r = lo > r ? lo : r;
-      return r;
-    };
-    // Pairwise sums, scaled to means only where stored: sum/2^l is exactly the mean of means
-    // (halving is exact), and most blocks store nothing. Four samples -> levels 0 and 1.
-    auto quad = [&](const double* q, std::size_t i) __attribute__((always_inline)) {
-      const V2 a0 = z(q), a1 = z(q + 2);
-      if (mask & 1u) store2(o[0] + (i - out_first[0]), a0), store2(o[0] + (i + 2 - out_first[0]), a1);
-      const V2 m = pair_sums(a0, a1);
-      if (mask & 2u) store2(o[1] + (i / 2 - out_first[1]), m * splat(0.5));
-      return m;
-    };
-    for (std::size_t k = b; k < e; ++k) {
-      const std::size_t i = k * 16;
-      const double* q = p + i;
-      // 8 KiB ahead: the sweep computes more per byte than a plain read, and the hardware
-      // prefetcher alone left it waiting on memory (measured: 6.0 -> 5.4 ms, 6 x 864,000 cold).
-      __builtin_prefetch(q + 1024);
-      __builtin_prefetch(q + 1032);
-      const V2 b0 = quad(q, i), b1 = quad(q + 4, i + 4);
-      const V2 c0 = pair_sums(b0, b1);
-      const V2 b2 = quad(q + 8, i + 8), b3 = quad(q + 12, i + 12);
-      const V2 c1 = pair_sums(b2, b3);
-      if (mask & 4u)
-        store2(o[2] + (i / 4 - out_first[2]), c0 * splat(0.25)), store2(o[2] + (i / 4 + 2 - out_first[2]), c1 * splat(0.25));
-      const V2 d0 = pair_sums(c0, c1);
-      if (mask & 8u) store2(o[3] + (i / 8 - out_first[3]), d0 * splat(0.125));
-      nan_probe += d0;
-      if (o4) o4[k] = (d0[0] + d0[1]) * 0.0625;
-    }
+  PyramidSweep sweep_state{p, o, out_first, level4 ? level4->data() : nullptr, first, base, slope, inv, clip};
+  const bool avx2 = use_avx2();
+  auto sweep = [&](std::size_t b, std::size_t e, unsigned mask) {
+#if EPOCHCAST_AVX2_DISPATCH
+    if (avx2) return pyramid_blocks_avx2(sweep_state, b, e, mask);
+#endif
+    (void)avx2;
+    pyramid_blocks_base(sweep_state, b, e, mask);
   };
   // Segments between the store ranges' block bounds, each swept with its own mask.
   std::array<std::size_t, 10> cuts{0, blocks};
@@ -168,8 +346,8 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
       if (block_lo[l] <= b && e <= block_hi[l]) mask |= 1u << l;
     sweep(b, e, mask);
   }
-  const bool clean = vmin[0] >= valid_lo && vmin[1] >= valid_lo && vmax[0] <= valid_hi && vmax[1] <= valid_hi &&
-                     nan_probe[0] == nan_probe[0] && nan_probe[1] == nan_probe[1];
+  const bool clean =
+      sweep_state.vmin >= valid_lo && sweep_state.vmax <= valid_hi && sweep_state.probe == sweep_state.probe;
   std::size_t ok = clean ? blocks * 16 : blocks * 16 - count_outside(y.first(blocks * 16), valid_lo, valid_hi);
   // The tail: level values from its samples, stored where the ranges reach them.
   const std::size_t t0 = blocks * 16;
@@ -259,6 +437,58 @@ double fill_gaps(std::vector<double>& x) {
   return static_cast<double>(missing) / static_cast<double>(n);
 }
 
+namespace {
+// Counts of x below lo, equal to lo, equal to hi; the values strictly between are appended to
+// `kept` (m of them, in any order: only the k-th smallest of them is asked for).
+void bracket_base(const double* x, std::size_t n, double lo, double hi, double* kept, std::size_t& m,
+                  std::size_t& below, std::size_t& at_lo, std::size_t& at_hi) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    kept[m] = v;
+    m += (v > lo) & (v < hi);
+    below += v < lo;
+    at_lo += v == lo;
+    at_hi += v == hi;
+  }
+}
+#if EPOCHCAST_AVX2_DISPATCH
+// Four values per compare; the kept lanes are packed to the front with one permute (lane
+// indices from a 16-entry table by the 4-bit mask) and stored whole, `kept` having 4 spare.
+EPOCHCAST_AVX2 void bracket_avx2(const double* x, std::size_t n, double lo, double hi, double* kept, std::size_t& m,
+                                 std::size_t& below, std::size_t& at_lo, std::size_t& at_hi) {
+  using I8 = int __attribute__((vector_size(32)));
+  static constexpr auto kPack = [] {
+    std::array<std::array<int, 8>, 16> t{};
+    for (unsigned mask = 0; mask < 16; ++mask) {
+      std::size_t o = 0;
+      for (int lane = 0; lane < 4; ++lane)
+        if (mask & (1u << lane)) t[mask][o] = 2 * lane, t[mask][o + 1] = 2 * lane + 1, o += 2;
+    }
+    return t;
+  }();
+  const V4 vlo = splat4(lo), vhi = splat4(hi);
+  std::size_t i = 0, mm = m, b = 0, el = 0, eh = 0;
+  auto bits = [](auto cmp) __attribute__((always_inline, target("avx2"))) {
+    return static_cast<unsigned>(__builtin_ia32_movmskpd256(reinterpret_cast<V4>(cmp)));
+  };
+  for (; i + 4 <= n; i += 4) {
+    const V4 v = load4(x + i);
+    const unsigned keep = bits((v > vlo) & (v < vhi));
+    b += static_cast<std::size_t>(__builtin_popcount(bits(v < vlo)));
+    el += static_cast<std::size_t>(__builtin_popcount(bits(v == vlo)));
+    eh += static_cast<std::size_t>(__builtin_popcount(bits(v == vhi)));
+    I8 idx;
+    std::memcpy(&idx, kPack[keep].data(), sizeof idx);
+    store4(kept + mm, reinterpret_cast<V4>(__builtin_ia32_permvarsi256(reinterpret_cast<I8>(v), idx)));
+    mm += static_cast<std::size_t>(__builtin_popcount(keep));
+  }
+  m = mm;
+  below += b, at_lo += el, at_hi += eh;
+  bracket_base(x + i, n - i, lo, hi, kept, m, below, at_lo, at_hi);
+}
+#endif
+}  // namespace
+
 double quantile(std::span<const double> x, double q) {
   if (x.empty()) return std::numeric_limits<double>::quiet_NaN();
   const std::size_t n = x.size();
@@ -278,15 +508,17 @@ double quantile(std::span<const double> x, double q) {
     const std::size_t at = k * (kPivots - 1) / (n - 1);
     const double lo = piv[at >= kMargin ? at - kMargin : 0], hi = piv[std::min(kPivots - 1, at + kMargin)];
     // Values equal to a pivot are counted, not kept: readings are often heavily tied.
-    std::vector<double> kept(n);
+    Buffer kept(n + 4);  // written before it is read (no zero fill); 4 spare for the vector stores
     std::size_t m = 0, below = 0, at_lo = 0, at_hi = 0;
-    for (const double v : x) {
-      kept[m] = v;
-      m += (v > lo) & (v < hi);
-      below += v < lo;
-      at_lo += v == lo;
-      at_hi += v == hi;
+#if EPOCHCAST_AVX2_DISPATCH
+    if (use_avx2()) {
+      bracket_avx2(x.data(), n, lo, hi, kept.data(), m, below, at_lo, at_hi);
+    } else {
+      bracket_base(x.data(), n, lo, hi, kept.data(), m, below, at_lo, at_hi);
     }
+#else
+    bracket_base(x.data(), n, lo, hi, kept.data(), m, below, at_lo, at_hi);
+#endif
     if (lo == hi) at_hi = 0;
     if (k >= below) {
       std::size_t r = k - below;
@@ -333,14 +565,55 @@ std::vector<double> moving_average(std::span<const double> x, std::size_t width)
   return out;
 }
 
-Buffer halve(std::span<const double> x) {
-  const std::size_t m = x.size() / 2;
-  Buffer out(m);
-  const double* p = x.data();
-  double* o = out.data();
+namespace {
+void halve_base(const double* p, double* o, std::size_t m) {
   std::size_t k = 0;
   for (; k + 2 <= m; k += 2) store2(o + k, pair_means(load2(p + 2 * k), load2(p + 2 * k + 2)));
   for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
+}
+#if EPOCHCAST_AVX2_DISPATCH
+EPOCHCAST_AVX2 void halve_avx2(const double* p, double* o, std::size_t m) {
+  std::size_t k = 0;
+  for (; k + 4 <= m; k += 4) {
+    const V4 a = load4(p + 2 * k), b = load4(p + 2 * k + 4);
+    const V4 s = __builtin_shufflevector(a, b, 0, 4, 2, 6) + __builtin_shufflevector(a, b, 1, 5, 3, 7);
+    store4(o + k, __builtin_shufflevector(s, s, 0, 2, 1, 3) * splat4(0.5));
+  }
+  for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
+}
+#endif
+
+// x[i] += c over [0, n) (x - m is x + (-m) exactly).
+void add_to_base(double* x, std::size_t n, double c) {
+  std::size_t i = 0;
+  for (; i + 2 <= n; i += 2) store2(x + i, load2(x + i) + splat(c));
+  for (; i < n; ++i) x[i] += c;
+}
+#if EPOCHCAST_AVX2_DISPATCH
+EPOCHCAST_AVX2 void add_to_avx2(double* x, std::size_t n, double c) {
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) store4(x + i, load4(x + i) + splat4(c));
+  for (; i < n; ++i) x[i] += c;
+}
+#endif
+void add_to(double* x, std::size_t n, double c) {
+#if EPOCHCAST_AVX2_DISPATCH
+  if (use_avx2()) return add_to_avx2(x, n, c);
+#endif
+  add_to_base(x, n, c);
+}
+}  // namespace
+
+Buffer halve(std::span<const double> x) {
+  const std::size_t m = x.size() / 2;
+  Buffer out(m);
+#if EPOCHCAST_AVX2_DISPATCH
+  if (use_avx2()) {
+    halve_avx2(x.data(), out.data(), m);
+    return out;
+  }
+#endif
+  halve_base(x.data(), out.data(), m);
   return out;
 }
 
@@ -409,13 +682,15 @@ void add_scalar(std::span<double> x, double v) {
   for (double& e : x) e += v;
 }
 
-std::size_t check_timestamps(std::span<const double> t, double dt, double tolerance, bool& on_grid) {
-  const std::size_t n = t.size();
-  const double* p = t.data();
-  // One sweep of min/max: the smallest step (increasing), the grid offsets' range, and a
-  // probe that turns NaN on any non-finite t (t - t). The exact index only on failure.
-  const V2 zero = splat(0), vdt = splat(dt), two = splat(2);
-  V2 step = splat(std::numeric_limits<double>::infinity()), dmin = step, dmax = -step, probe = zero;
+namespace {
+// Over t[1, n): the smallest step t[i] - t[i-1], the range of t[i] - i * dt, and a probe that
+// turns NaN on any non-finite t (t - t); returns the first index not swept.
+struct TimeSweep {
+  double step, dmin, dmax, probe;
+};
+std::size_t time_sweep_base(const double* p, std::size_t n, double dt, TimeSweep& r) {
+  const V2 vdt = splat(dt), two = splat(2);
+  V2 step = splat(std::numeric_limits<double>::infinity()), dmin = step, dmax = -step, probe = splat(0);
   V2 idx{1, 2};
   std::size_t i = 1;
   for (; i + 2 <= n; i += 2) {
@@ -427,9 +702,45 @@ std::size_t check_timestamps(std::span<const double> t, double dt, double tolera
     probe += cur - cur;
     idx += two;
   }
-  bool all = step[0] >= 0 && step[1] >= 0 && probe[0] == 0 && probe[1] == 0 && (n == 0 || std::isfinite(p[0]));
-  bool g = dmin[0] >= -tolerance && dmin[1] >= -tolerance && dmax[0] <= tolerance && dmax[1] <= tolerance &&
-           (n == 0 || std::abs(p[0]) <= tolerance);
+  // A NaN step or offset is lost by min/max; the probe catches its t.
+  r = {std::min(step[0], step[1]), std::min(dmin[0], dmin[1]), std::max(dmax[0], dmax[1]), probe[0] + probe[1]};
+  return i;
+}
+#if EPOCHCAST_AVX2_DISPATCH
+EPOCHCAST_AVX2 std::size_t time_sweep_avx2(const double* p, std::size_t n, double dt, TimeSweep& r) {
+  const V4 vdt = splat4(dt), four = splat4(4);
+  V4 step = splat4(std::numeric_limits<double>::infinity()), dmin = step, dmax = -step, probe = splat4(0);
+  V4 idx{1, 2, 3, 4};
+  std::size_t i = 1;
+  for (; i + 4 <= n; i += 4) {
+    const V4 cur = load4(p + i), prev = load4(p + i - 1);
+    const V4 s = cur - prev, d = cur - idx * vdt;
+    step = s < step ? s : step;
+    dmin = d < dmin ? d : dmin;
+    dmax = d > dmax ? d : dmax;
+    probe += cur - cur;
+    idx += four;
+  }
+  r = {std::min({step[0], step[1], step[2], step[3]}), std::min({dmin[0], dmin[1], dmin[2], dmin[3]}),
+       std::max({dmax[0], dmax[1], dmax[2], dmax[3]}), (probe[0] + probe[1]) + (probe[2] + probe[3])};
+  return i;
+}
+#endif
+}  // namespace
+
+std::size_t check_timestamps(std::span<const double> t, double dt, double tolerance, bool& on_grid) {
+  const std::size_t n = t.size();
+  const double* p = t.data();
+  // One sweep of min/max: the smallest step (increasing), the grid offsets' range, and a
+  // NaN probe. The exact index only on failure.
+  TimeSweep r{};
+#if EPOCHCAST_AVX2_DISPATCH
+  std::size_t i = use_avx2() ? time_sweep_avx2(p, n, dt, r) : time_sweep_base(p, n, dt, r);
+#else
+  std::size_t i = time_sweep_base(p, n, dt, r);
+#endif
+  bool all = r.step >= 0 && r.probe == 0 && (n == 0 || std::isfinite(p[0]));
+  bool g = r.dmin >= -tolerance && r.dmax <= tolerance && (n == 0 || std::abs(p[0]) <= tolerance);
   for (; i < n; ++i) {
     all = all && std::isfinite(p[i]) && p[i] >= p[i - 1];
     g = g && std::abs(p[i] - static_cast<double>(i) * dt) <= tolerance;
@@ -441,11 +752,9 @@ std::size_t check_timestamps(std::span<const double> t, double dt, double tolera
   return n;
 }
 
-void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
-                     std::vector<double>& out) {
-  out.assign(hi >= lo ? hi - lo + 1 : 0, 0.0);
-  const std::size_t n = x.size();
-  const double* p = x.data();
+namespace {
+// r(k) = sum x_i x_{i+k} / energy for k in [lo, hi], k < n (the caller zeroed `out`).
+void autocorrelation_base(const double* p, std::size_t n, std::size_t lo, std::size_t hi, double* out) {
   auto dot = [p](std::size_t m, std::size_t k) {
     V2 s0 = splat(0), s1 = splat(0), s2 = splat(0), s3 = splat(0);
     std::size_t i = 0;
@@ -486,6 +795,80 @@ void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
   for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
 }
 
+#if EPOCHCAST_AVX2_DISPATCH
+// The same partial sums as autocorrelation_base: lane j of a four-wide accumulator sums the
+// products at i = j (mod 4) (the baseline's two two-wide ones), folded in the same order.
+EPOCHCAST_AVX2 void autocorrelation_avx2(const double* p, std::size_t n, std::size_t lo, std::size_t hi, double* out) {
+  auto dot = [p](std::size_t m, std::size_t k) __attribute__((always_inline, target("avx2"))) {
+    V4 s01 = splat4(0), s23 = splat4(0);
+    std::size_t i = 0;
+    for (; i + 8 <= m; i += 8) {
+      s01 += load4(p + i) * load4(p + i + k);
+      s23 += load4(p + i + 4) * load4(p + i + 4 + k);
+    }
+    double s = hsum((lo2(s01) + hi2(s01)) + (lo2(s23) + hi2(s23)));
+    for (; i < m; ++i) s += p[i] * p[i + k];
+    return s;
+  };
+  const double energy = dot(n, 0);
+  if (!(energy > 0)) return;
+  // Lags k..k+3 and, when `pair`, k+4..k+7 in one sweep: eight independent accumulators keep
+  // the adders busy (four wait on their own latency). Each group's sums run over the same i
+  // as the baseline's (its own bound m), so the results are the same.
+  auto groups = [&](std::size_t k, bool pair) __attribute__((always_inline, target("avx2"))) {
+    const std::size_t m = n - (k + 3), m8 = pair ? n - (k + 7) : 0;
+    V4 a0 = splat4(0), a1 = splat4(0), a2 = splat4(0), a3 = splat4(0);
+    V4 b0 = splat4(0), b1 = splat4(0), b2 = splat4(0), b3 = splat4(0);
+    std::size_t i = 0;
+    for (; i + 4 <= m8; i += 4) {
+      const V4 x = load4(p + i);
+      const double* q = p + i + k;
+      a0 += x * load4(q);
+      a1 += x * load4(q + 1);
+      a2 += x * load4(q + 2);
+      a3 += x * load4(q + 3);
+      b0 += x * load4(q + 4);
+      b1 += x * load4(q + 5);
+      b2 += x * load4(q + 6);
+      b3 += x * load4(q + 7);
+    }
+    const std::size_t i8 = i;
+    for (; i + 4 <= m; i += 4) {
+      const V4 x = load4(p + i);
+      const double* q = p + i + k;
+      a0 += x * load4(q);
+      a1 += x * load4(q + 1);
+      a2 += x * load4(q + 2);
+      a3 += x * load4(q + 3);
+    }
+    auto finish = [&](std::size_t k0, std::size_t from, const std::array<V4, 4>& acc) __attribute__((always_inline, target("avx2"))) {
+      for (std::size_t j = 0; j < 4; ++j) {
+        double s = hsum(lo2(acc[j]) + hi2(acc[j]));
+        for (std::size_t t = from; t + k0 + j < n; ++t) s += p[t] * p[t + k0 + j];
+        out[k0 + j - lo] = s / energy;
+      }
+    };
+    finish(k, i, {a0, a1, a2, a3});
+    if (pair) finish(k + 4, i8, {b0, b1, b2, b3});
+  };
+  std::size_t k = lo;
+  for (; k + 7 <= hi && k + 7 < n; k += 8) groups(k, true);
+  for (; k + 3 <= hi && k + 3 < n; k += 4) groups(k, false);
+  for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
+}
+#endif
+}  // namespace
+
+void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
+                     std::vector<double>& out) {
+  out.assign(hi >= lo ? hi - lo + 1 : 0, 0.0);
+  if (out.empty()) return;
+#if EPOCHCAST_AVX2_DISPATCH
+  if (use_avx2()) return autocorrelation_avx2(x.data(), x.size(), lo, hi, out.data());
+#endif
+  autocorrelation_base(x.data(), x.size(), lo, hi, out.data());
+}
+
 void centred_autocorrelation(std::span<const double> x, std::size_t width, std::size_t lo, std::size_t hi,
                              Buffer& work, std::vector<double>& out) {
   const std::size_t n = x.size();
@@ -519,11 +902,7 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
     const double o1 = c0, o2 = o1 + c1, o3 = o2 + c2;
     // Each quarter shifted by the totals before it (two at a time: the scalar loops were 1/6
     // of this function).
-    auto shift = [P](std::size_t from, std::size_t to, double o) {
-      std::size_t i = from;
-      for (; i + 2 <= to; i += 2) store2(P + i, load2(P + i) + splat(o));
-      for (; i < to; ++i) P[i] += o;
-    };
+    auto shift = [P](std::size_t from, std::size_t to, double o) { add_to(P + from, to - from, o); };
     shift(q, 2 * q, o1);
     shift(2 * q, 3 * q, o2);
     shift(3 * q, n, o3);
@@ -559,13 +938,51 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
     for (; i < n; ++i) s0[0] += (w[i] = p[i]);
   }
   if (n > 0) {
-    const V2 mean = splat(hsum(s0 + s1) / static_cast<double>(n));
-    std::size_t i = 0;
-    for (; i + 2 <= n; i += 2) store2(w + i, load2(w + i) - mean);
-    for (; i < n; ++i) w[i] -= mean[0];
+    add_to(w, n, -(hsum(s0 + s1) / static_cast<double>(n)));
   }
   autocorrelation(std::span<const double>(w, n), lo, hi, out);
 }
+
+namespace {
+// Interior busy bits, 64 to a word: bit i set when (p[i-1] + p[i]) + p[i+1] >= cut, 0 < i < n-1.
+void busy_bits_base(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words) {
+  for (std::size_t w = 0; w < words; ++w) {
+    const std::size_t lo = std::max<std::size_t>(1, w * 64), hi = std::min(n - 1, w * 64 + 64);
+    std::uint64_t word = 0;
+    std::size_t i = lo;
+    auto one = [&](std::size_t j) { word |= static_cast<std::uint64_t>((p[j - 1] + p[j]) + p[j + 1] >= cut) << (j % 64); };
+#if defined(__SSE2__)
+    // Two samples per compare, their bits taken with movmskpd (same sums, same order).
+    if (i % 2 != 0 && i < hi) one(i++);
+    const V2 vcut = splat(cut);
+    for (; i + 2 <= hi; i += 2) {
+      const V2 sum3 = (load2(p + i - 1) + load2(p + i)) + load2(p + i + 1);
+      const auto mask = static_cast<unsigned>(__builtin_ia32_movmskpd(sum3 >= vcut ? splat(-1.0) : splat(0.0)));
+      word |= static_cast<std::uint64_t>(mask) << (i % 64);
+    }
+#endif
+    for (; i < hi; ++i) one(i);
+    bits[w] = word;
+  }
+}
+#if EPOCHCAST_AVX2_DISPATCH
+EPOCHCAST_AVX2 void busy_bits_avx2(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words) {
+  const V4 vcut = splat4(cut);
+  for (std::size_t w = 0; w < words; ++w) {
+    const std::size_t lo = std::max<std::size_t>(1, w * 64), hi = std::min(n - 1, w * 64 + 64);
+    std::uint64_t word = 0;
+    std::size_t i = lo;
+    for (; i + 4 <= hi; i += 4) {  // four bits at i % 64 <= 60: they stay in the word
+      const V4 sum3 = (load4(p + i - 1) + load4(p + i)) + load4(p + i + 1);
+      const auto mask = static_cast<unsigned>(__builtin_ia32_movmskpd256(sum3 >= vcut ? splat4(-1.0) : splat4(0.0)));
+      word |= static_cast<std::uint64_t>(mask) << (i % 64);
+    }
+    for (; i < hi; ++i) word |= static_cast<std::uint64_t>((p[i - 1] + p[i]) + p[i + 1] >= cut) << (i % 64);
+    bits[w] = word;
+  }
+}
+#endif
+}  // namespace
 
 std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold) {
   const std::size_t n = a.size();
@@ -584,24 +1001,15 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const doub
   }
   const double* p = a.data();
   if (exact_cut) {
-    for (std::size_t w = 0; w < bits.size(); ++w) {
-      const std::size_t lo = std::max<std::size_t>(1, w * 64), hi = std::min(n - 1, w * 64 + 64);
-      std::uint64_t word = 0;
-      std::size_t i = lo;
-      auto one = [&](std::size_t j) { word |= static_cast<std::uint64_t>((p[j - 1] + p[j]) + p[j + 1] >= cut) << (j % 64); };
-#if defined(__SSE2__)
-      // Two samples per compare, their bits taken with movmskpd (same sums, same order).
-      if (i % 2 != 0 && i < hi) one(i++);
-      const V2 vcut = splat(cut);
-      for (; i + 2 <= hi; i += 2) {
-        const V2 sum3 = (load2(p + i - 1) + load2(p + i)) + load2(p + i + 1);
-        const auto mask = static_cast<unsigned>(__builtin_ia32_movmskpd(sum3 >= vcut ? splat(-1.0) : splat(0.0)));
-        word |= static_cast<std::uint64_t>(mask) << (i % 64);
-      }
-#endif
-      for (; i < hi; ++i) one(i);
-      bits[w] = word;
+#if EPOCHCAST_AVX2_DISPATCH
+    if (use_avx2()) {
+      busy_bits_avx2(p, n, cut, bits.data(), bits.size());
+    } else {
+      busy_bits_base(p, n, cut, bits.data(), bits.size());
     }
+#else
+    busy_bits_base(p, n, cut, bits.data(), bits.size());
+#endif
   } else {
     for (std::size_t i = 1; i + 1 < n; ++i) set(i, (p[i - 1] + p[i] + p[i + 1]) / 3.0 > threshold);
   }
@@ -629,6 +1037,54 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const doub
     i = next(e, true);
   }
   return runs;
+}
+
+double smallest_step(std::span<const double> readings, std::size_t max_count) {
+  // Order-preserving keys: sign bit flipped for positive doubles, all bits for negative ones
+  // (-0 sorts before +0; both compare equal, and the differences to their neighbours are the
+  // same either way).
+  std::vector<std::uint64_t> key, tmp;
+  key.reserve(std::min(readings.size(), max_count));
+  for (std::size_t i = 0; i < readings.size() && key.size() < max_count; ++i) {
+    if (!std::isfinite(readings[i])) continue;
+    std::uint64_t u;
+    std::memcpy(&u, &readings[i], sizeof u);
+    key.push_back(u >> 63 ? ~u : u | (std::uint64_t{1} << 63));
+  }
+  const std::size_t n = key.size();
+  if (n < 2) return 0;
+  // LSD radix sort, one byte per pass; a byte that all keys share needs no pass.
+  std::vector<std::array<std::uint32_t, 256>> count(8);
+  for (auto& c : count) c.fill(0);
+  for (const std::uint64_t k : key)
+    for (int b = 0; b < 8; ++b) ++count[static_cast<std::size_t>(b)][(k >> (8 * b)) & 0xff];
+  tmp.resize(n);
+  for (int b = 0; b < 8; ++b) {
+    auto& c = count[static_cast<std::size_t>(b)];
+    if (c[(key[0] >> (8 * b)) & 0xff] == n) continue;
+    std::uint32_t sum = 0;
+    for (auto& v : c) {
+      const std::uint32_t here = v;
+      v = sum;
+      sum += here;
+    }
+    for (const std::uint64_t k : key) tmp[c[(k >> (8 * b)) & 0xff]++] = k;
+    key.swap(tmp);
+  }
+  auto value = [](std::uint64_t k) {
+    const std::uint64_t u = k >> 63 ? k & ~(std::uint64_t{1} << 63) : ~k;
+    double v;
+    std::memcpy(&v, &u, sizeof v);
+    return v;
+  };
+  double step = 0, prev = value(key[0]);
+  for (std::size_t i = 1; i < n; ++i) {
+    const double cur = value(key[i]);
+    const double d = cur - prev;
+    if (d > 1e-9 * (std::abs(cur) + 1) && (step == 0 || d < step)) step = d;
+    prev = cur;
+  }
+  return step;
 }
 
 double parabolic_offset(double a, double b, double c) {

@@ -11,6 +11,20 @@
 
 namespace epochcast::signal {
 
+// Instruction set of the hot kernels (z-score sweep, ACF lag sweeps, range / timestamp
+// checks, busy runs, halving). Chosen once: AVX2 where the processor and OS support it,
+// unless EPOCHCAST_SIMD=baseline is set; the build itself targets baseline x86-64, so the
+// binary stays portable. Both paths give bit-identical results (same sums in the same order,
+// no FMA); tests run every kernel on both.
+enum class Simd { kBaseline, kAvx2 };
+Simd simd();
+bool simd_available(Simd s);
+// Forces a path (tests, benchmarks); one the processor lacks falls back to the baseline.
+// Returns the previous choice.
+Simd set_simd(Simd s);
+// Forgets the choice: the next simd() reads EPOCHCAST_SIMD and the processor again (tests).
+void reset_simd();
+
 // Allocator whose resize() leaves doubles uninitialised: the long working arrays are written
 // once in full right after sizing, and zero-filling them first is another pass over memory.
 template <class T>
@@ -100,6 +114,12 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
 // Runs [begin, end) of samples whose centred 3-sample mean (2 at the edges; the value itself
 // when n == 1) is above `threshold`, computed as (a[i-1] + a[i] + a[i+1]) / 3.0 > threshold.
 std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold);
+
+// Reading step of a quantised channel: the smallest difference d between distinct values
+// among the first `max_count` finite readings with d > 1e-9 (|upper value| + 1); 0 if none.
+// A radix sort (bytes that all keys share are skipped): the flicker check's 4,096-value sorts were
+// 5 % of a detection.
+double smallest_step(std::span<const double> readings, std::size_t max_count = 4096);
 
 // Vertex of the parabola through (-1, a), (0, b), (1, c): offset in [-0.5, 0.5].
 double parabolic_offset(double a, double b, double c);

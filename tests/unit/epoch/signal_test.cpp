@@ -1,14 +1,22 @@
 // The vectorised sweeps of the epoch stage against plain scalar loops, on lengths that leave
 // every tail length of the vector blocks, with NaN and implausible readings placed in the tails too.
+// Every test runs on both dispatch paths (baseline SSE2 and AVX2, the latter skipped on a
+// processor without it), and the paths are compared bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../../../src/epoch/signal.hpp"
+#include "epochcast/epoch/detect.hpp"
+#include "epochcast/epoch/synthetic.hpp"
+#include "epochcast/trace/read.hpp"
 
 namespace epochcast::signal {
 namespace {
@@ -21,7 +29,21 @@ std::vector<double> random_series(std::size_t n, std::uint64_t seed) {
   return x;
 }
 
-TEST(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
+// Runs a test with the kernels forced onto one path, restoring the choice afterwards.
+class Signal : public ::testing::TestWithParam<Simd> {
+ protected:
+  void SetUp() override {
+    if (!simd_available(GetParam())) GTEST_SKIP() << "this processor lacks the path";
+    previous_ = set_simd(GetParam());
+    ASSERT_EQ(simd(), GetParam());
+  }
+  void TearDown() override { set_simd(previous_); }
+  Simd previous_ = Simd::kBaseline;
+};
+INSTANTIATE_TEST_SUITE_P(Paths, Signal, ::testing::Values(Simd::kBaseline, Simd::kAvx2),
+                         [](const auto& info) { return std::string(info.param == Simd::kAvx2 ? "Avx2" : "Baseline"); });
+
+TEST_P(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
   for (std::size_t n : {1u, 2u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1001u}) {
     auto y = random_series(n, n);
     const double base = 48, slope = 0.01, inv = 1.0 / 15, clip = 1.5;
@@ -50,7 +72,7 @@ TEST(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
   }
 }
 
-TEST(Signal, CountOutsideAndLineSums) {
+TEST_P(Signal, CountOutsideAndLineSums) {
   for (std::size_t n : {0u, 1u, 2u, 5u, 8u, 13u, 1000u}) {
     auto y = random_series(n, 7 + n);
     std::size_t outside = 0;
@@ -68,7 +90,7 @@ TEST(Signal, CountOutsideAndLineSums) {
   }
 }
 
-TEST(Signal, SubtractMovingAverageMatchesMovingAverage) {
+TEST_P(Signal, SubtractMovingAverageMatchesMovingAverage) {
   for (std::size_t n : {1u, 3u, 4u, 5u, 17u, 100u, 1003u})
     for (std::size_t width : {1u, 2u, 3u, 8u, 31u}) {
       auto x = random_series(n, n * 31 + width);
@@ -79,7 +101,7 @@ TEST(Signal, SubtractMovingAverageMatchesMovingAverage) {
     }
 }
 
-TEST(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
+TEST_P(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
   std::vector<double> t(101);
   for (std::size_t i = 0; i < t.size(); ++i) t[i] = 0.1 * static_cast<double>(i);
   bool grid = false;
@@ -98,7 +120,7 @@ TEST(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
   EXPECT_EQ(check_timestamps(t, 0.1, 0.005, grid), 0u);
 }
 
-TEST(Signal, AutocorrelationMatchesDirectSum) {
+TEST_P(Signal, AutocorrelationMatchesDirectSum) {
   // Lags swept four at a time: every remainder of lags and of samples, lags past the end.
   for (std::size_t n : {3u, 5u, 9u, 22u, 23u, 24u, 25u, 777u}) {
     auto x = random_series(n, 3 + n);
@@ -125,7 +147,7 @@ TEST(Signal, AutocorrelationMatchesDirectSum) {
 // The windowed sweep (levels 0-3 stored over part of their range, level 4 whole) gives the
 // same values as the whole sweep and scalar pairwise means, for every tail length (n mod 16),
 // store ranges that start and end inside a block or reach into the tail, and an index offset.
-TEST(Signal, WindowedPyramidSweepMatchesWholeLevels) {
+TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
   for (std::size_t n = 0; n < 80; ++n) {
     for (std::size_t first : {0u, 5u}) {
       auto y = random_series(n + 200, n * 3 + first);
@@ -171,9 +193,9 @@ TEST(Signal, WindowedPyramidSweepMatchesWholeLevels) {
   }
 }
 
-TEST(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
+TEST_P(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
   std::mt19937_64 rng(11);
-  for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 5000u, 16384u}) {
+  for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 2049u, 2050u, 2051u, 5000u, 5003u, 16384u}) {
     for (int kind = 0; kind < 4; ++kind) {
       std::vector<double> x(n);
       for (std::size_t i = 0; i < n; ++i) {
@@ -191,7 +213,7 @@ TEST(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
   }
 }
 
-TEST(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
+TEST_P(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
   for (std::size_t n : {1u, 2u, 7u, 64u, 1001u, 4099u})
     for (std::size_t width : {0u, 3u, 8u, 60u}) {
       const auto x = random_series(n, n + width);
@@ -208,6 +230,48 @@ TEST(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
       ASSERT_EQ(got.size(), want.size());
       for (std::size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-12) << n << " " << width << " " << k;
     }
+}
+
+// The radix-sorted reading step against std::sort: quantised, continuous, negative, signed
+// zeros, NaN and infinities (skipped), fewer and more than max_count readings.
+double step_by_sort(const std::vector<double>& r, std::size_t max_count) {
+  std::vector<double> sorted;
+  for (std::size_t i = 0; i < r.size() && sorted.size() < max_count; ++i)
+    if (std::isfinite(r[i])) sorted.push_back(r[i]);
+  std::sort(sorted.begin(), sorted.end());
+  double step = 0;
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    const double d = sorted[i] - sorted[i - 1];
+    if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
+  }
+  return step;
+}
+
+TEST(SignalStep, SmallestStepMatchesSortedDifferences) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  std::mt19937_64 rng(21);
+  for (std::size_t n : {0u, 1u, 2u, 3u, 17u, 500u, 4096u, 5000u})
+    for (int kind = 0; kind < 6; ++kind) {
+      std::vector<double> r(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        switch (kind) {
+          case 0: r[i] = std::floor(u * 100); break;                  // utilisation, integer percent
+          case 1: r[i] = std::round(u * 30000) / 100; break;          // power, 0.01 W
+          case 2: r[i] = 1965 + 15 * std::floor(u * 2); break;        // two clock readings
+          case 3: r[i] = (u - 0.5) * 1e-3; break;                     // continuous, both signs
+          case 4: r[i] = i % 3 == 0 ? 0.0 : (i % 3 == 1 ? -0.0 : std::floor(u * 4) - 2); break;
+          default: r[i] = i % 7 == 0 ? kNaN : (i % 11 == 0 ? (i % 2 ? kInf : -kInf) : std::floor(u * 50) * 0.5);
+        }
+      }
+      for (std::size_t cap : {std::size_t{4096}, std::size_t{10}})
+        EXPECT_EQ(smallest_step(r, cap), step_by_sort(r, cap)) << n << " kind " << kind << " cap " << cap;
+    }
+  EXPECT_EQ(smallest_step(std::vector<double>{5, 5, 5}), 0.0);
+  // A gap below 1e-9 of the value is no step: 1e12 and 1e12 + 0.001 count as one reading.
+  const std::vector<double> big{1e12 + 2000, 1e12, 1e12 + 1e-3};
+  EXPECT_EQ(smallest_step(big), step_by_sort(big, 4096));
+  EXPECT_GT(smallest_step(big), 1000.0);
 }
 
 // Busy runs without the division, against the byte-per-sample loop the detector used: integer
@@ -236,7 +300,7 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector
   return runs;
 }
 
-TEST(Signal, RunsAboveMatchesCentredMeanLoop) {
+TEST_P(Signal, RunsAboveMatchesCentredMeanLoop) {
   std::mt19937_64 rng(5);
   for (std::size_t n = 0; n < 200; ++n)
     // The last five take the division fallback (3 * threshold is not finite, or NaN).
@@ -258,7 +322,7 @@ TEST(Signal, RunsAboveMatchesCentredMeanLoop) {
   }
 }
 
-TEST(Signal, FastChecksFindNaNAndInfinityAnywhere) {
+TEST_P(Signal, FastChecksFindNaNAndInfinityAnywhere) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   for (std::size_t n = 1; n < 40; ++n)
     for (std::size_t at = 0; at < n; ++at)
@@ -275,6 +339,211 @@ TEST(Signal, FastChecksFindNaNAndInfinityAnywhere) {
         EXPECT_FALSE(grid) << n << " " << at;
         EXPECT_EQ(first_bad, at) << n << " " << at;  // not finite, or (-inf) decreasing there
       }
+}
+
+
+// ---- The two dispatch paths against each other, bit for bit ----
+
+template <class F>
+auto on_path(Simd s, F&& f) {
+  const Simd prev = set_simd(s);
+  auto r = f();
+  set_simd(prev);
+  return r;
+}
+
+// Same bits, or both NaN.
+template <class A, class B>
+void expect_same_bits(const A& a, const B& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(double)), 0) << what << " at " << i << ": " << a[i] << " vs " << b[i];
+  }
+}
+
+class SignalPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!simd_available(Simd::kAvx2)) GTEST_SKIP() << "no AVX2 here: only the baseline path exists";
+  }
+};
+
+TEST(SignalDispatch, SetSimdFallsBackAndRestores) {
+  const Simd before = simd();
+  EXPECT_EQ(set_simd(Simd::kBaseline), before);
+  EXPECT_EQ(simd(), Simd::kBaseline);
+  set_simd(Simd::kAvx2);
+  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  EXPECT_TRUE(simd_available(Simd::kBaseline));
+  set_simd(before);
+  EXPECT_EQ(simd(), before);
+}
+
+// EPOCHCAST_SIMD=baseline forces the baseline path; unset (or any other value) the processor decides.
+TEST(SignalDispatch, EnvironmentForcesTheBaseline) {
+  const Simd before = simd();
+  const char* old = std::getenv("EPOCHCAST_SIMD");
+  const std::string saved = old ? old : "";
+  ::setenv("EPOCHCAST_SIMD", "baseline", 1);
+  reset_simd();
+  EXPECT_EQ(simd(), Simd::kBaseline);
+  ::setenv("EPOCHCAST_SIMD", "avx2", 1);
+  reset_simd();
+  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  ::unsetenv("EPOCHCAST_SIMD");
+  reset_simd();
+  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  if (old) ::setenv("EPOCHCAST_SIMD", saved.c_str(), 1);
+  set_simd(before);
+}
+
+// Bad readings (NaN, implausible, infinite) at `at` positions: the head, the middle and
+// every position of the last 20 (the vector tails of both paths).
+std::vector<std::size_t> bad_positions(std::size_t n) {
+  std::vector<std::size_t> at;
+  if (n == 0) return at;
+  at.push_back(0);
+  at.push_back(n / 2);
+  for (std::size_t i = n > 20 ? n - 20 : 0; i < n; ++i) at.push_back(i);
+  return at;
+}
+
+TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  for (std::size_t n = 0; n < 100; n += (n < 70 ? 1 : 7)) {
+    const auto y0 = random_series(n + 150, 1000 + n);
+    for (std::size_t trial = 0; trial < 4; ++trial) {
+      auto y = y0;
+      // trial 0: clean; 1-3: one NaN / implausible / -inf reading, moved through the tail.
+      const auto positions = bad_positions(y.size());
+      for (std::size_t pi = 0; pi < (trial == 0 ? 1 : positions.size()); ++pi) {
+        auto bad = y;
+        if (trial > 0) bad[positions[pi]] = trial == 1 ? kNaN : trial == 2 ? 3e9 : -kInf;
+        PyramidStore want;
+        for (std::size_t l = 0; l < 4; ++l) {
+          const std::size_t len = bad.size() >> l;
+          want[l] = {std::min(len, (n / 5) >> l), std::min(len, ((n / 5) >> l) + 9 + n / 3)};
+        }
+        struct Out {
+          std::size_t count;
+          std::array<Buffer, 4> levels;
+          std::array<std::size_t, 4> from;
+          Buffer level4;
+        };
+        auto run = [&] {
+          Out o{};
+          o.count = affine_clip_pyramid(bad, 3, 48, 0.013, 1.0 / 17, 2.5, -1e9, 1e9, want, o.levels, o.from, &o.level4);
+          return o;
+        };
+        const Out a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
+        const std::string what = "n " + std::to_string(n) + " trial " + std::to_string(trial) + " pos " + std::to_string(pi);
+        EXPECT_EQ(a.count, b.count) << what;
+        EXPECT_EQ(a.count, trial == 0 ? 0u : 1u) << what;
+        EXPECT_EQ(a.from, b.from) << what;
+        for (std::size_t l = 0; l < 4; ++l) expect_same_bits(a.levels[l], b.levels[l], what + " level " + std::to_string(l));
+        expect_same_bits(a.level4, b.level4, what + " level 4");
+        EXPECT_EQ(on_path(Simd::kBaseline, [&] { return count_outside(bad, -1e9, 1e9); }),
+                  on_path(Simd::kAvx2, [&] { return count_outside(bad, -1e9, 1e9); }))
+            << what;
+      }
+    }
+  }
+}
+
+TEST_F(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
+  for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 15u, 16u, 17u, 31u, 33u, 64u, 1001u,
+                        4099u, 32768u}) {
+    const auto x = random_series(n, 77 + n);
+    for (std::size_t lo : {1u, 2u, 6u, 8u})
+      for (std::size_t hi : {lo, lo + 1, lo + 2, lo + 3, lo + 4, lo + 7, std::size_t{16}, std::size_t{40}}) {
+        const std::string what = std::to_string(n) + " lags " + std::to_string(lo) + ".." + std::to_string(hi);
+        auto acf = [&] {
+          std::vector<double> r;
+          autocorrelation(x, lo, hi, r);
+          return r;
+        };
+        expect_same_bits(on_path(Simd::kBaseline, acf), on_path(Simd::kAvx2, acf), what);
+        for (std::size_t width : {0u, 3u, 8u, 64u}) {
+          auto centred = [&] {
+            Buffer work;
+            std::vector<double> r;
+            centred_autocorrelation(x, width, lo, hi, work, r);
+            r.insert(r.end(), work.begin(), work.end());  // the high-passed, centred window too
+            return r;
+          };
+          expect_same_bits(on_path(Simd::kBaseline, centred), on_path(Simd::kAvx2, centred),
+                           what + " width " + std::to_string(width));
+        }
+      }
+    auto half = [&] { return halve(x); };
+    expect_same_bits(on_path(Simd::kBaseline, half), on_path(Simd::kAvx2, half), "halve " + std::to_string(n));
+  }
+}
+
+TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  std::mt19937_64 rng(9);
+  for (std::size_t n = 0; n < 90; ++n) {
+    std::vector<double> t(n);
+    for (std::size_t i = 0; i < n; ++i)
+      t[i] = 0.1 * static_cast<double>(i) + std::uniform_real_distribution<double>(-0.004, 0.004)(rng);
+    for (const std::size_t at : bad_positions(n))
+      for (double bad : {kNaN, kInf, -kInf, 1e6, -1.0, t[at] + 0.007}) {
+        auto u = t;
+        u[at] = bad;
+        auto check = [&] {
+          bool grid = false;
+          const std::size_t i = check_timestamps(u, 0.1, 0.005, grid);
+          return std::pair{i, grid};
+        };
+        EXPECT_EQ(on_path(Simd::kBaseline, check), on_path(Simd::kAvx2, check)) << n << " at " << at << " " << bad;
+      }
+    for (double threshold : {0.5, 1.0 / 3.0, 1.5, 50.0}) {
+      std::vector<double> a(n * 3 + 1);
+      for (auto& v : a) v = static_cast<double>(std::uniform_int_distribution<int>(0, 3)(rng)) * 0.5;
+      auto runs = [&] { return runs_above(a, threshold); };
+      EXPECT_EQ(on_path(Simd::kBaseline, runs), on_path(Simd::kAvx2, runs)) << n << " " << threshold;
+    }
+  }
+}
+
+// The whole detector on both paths: the six real traces (with their host logs) and long
+// synthetic traces (levels 0-3 stored only in their ACF windows) give the same result, bit for bit.
+void expect_same_segmentation(const Trace& trace, const std::string& what) {
+  auto run = [&] { return detect_epochs(trace); };
+  const Segmentation a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
+  EXPECT_EQ(a.found, b.found) << what;
+  EXPECT_EQ(a.reason, b.reason) << what;
+  expect_same_bits(std::vector<double>{a.period_s, a.confidence, a.period_samples, a.candidate_period_s,
+                                       a.training_start_s, a.training_end_s},
+                   std::vector<double>{b.period_s, b.confidence, b.period_samples, b.candidate_period_s,
+                                       b.training_start_s, b.training_end_s},
+                   what);
+  ASSERT_EQ(a.epochs.size(), b.epochs.size()) << what;
+  for (std::size_t k = 0; k < a.epochs.size(); ++k) {
+    EXPECT_EQ(a.epochs[k].start_s, b.epochs[k].start_s) << what << " epoch " << k;
+    EXPECT_EQ(a.epochs[k].end_s, b.epochs[k].end_s) << what << " epoch " << k;
+  }
+  EXPECT_EQ(a.channels, b.channels) << what;
+}
+
+TEST_F(SignalPaths, DetectorGivesTheSameResultOnRealAndLongTraces) {
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+  for (const char* name : {"effnetb0_224_bs64_ckpt_500ms", "lenet5_28_bs64_fp32", "mobilenetv2_224_bs128_noval",
+                           "resnet18_32_bs128_cpuloader", "resnet50_224_bs256_bf16", "vgg16_224_bs32_fp32"}) {
+    ReadOptions options;
+    options.host_path = dir + name + ".host.csv";
+    expect_same_segmentation(read_trace(dir + name + ".smi.csv", options), name);
+  }
+  for (std::uint64_t seed : {1u, 2u}) {
+    SyntheticSpec spec;
+    spec.interval_s = 0.1;
+    spec.period_s = 600;
+    spec.epochs = 24;  // 144,000+ samples per channel: levels 0-3 kept only in their ACF windows
+    spec.event_duty = 0.03;
+    expect_same_segmentation(make_synthetic_trace(spec, seed).trace, "synthetic seed " + std::to_string(seed));
+  }
 }
 
 }  // namespace
