@@ -54,7 +54,7 @@ struct FitOptions {
   int knn_k = 7;
   // Kernel ridge (RBF on a Nyström basis, docs/model.md) in place of ridge, with a workload-
   // grouped fold set for the meta weights of pairs between training GPUs and, for a GPU
-  // outside training, weights without kernel ridge. Off by default: lomo 7.61 -> 7.13 %
+  // outside training, weights without kernel ridge. Off by default: lomo 7.62 -> 7.13 %
   // (mean of 5 seeds), kfold within seed noise, logo unchanged, fit 1.8x the CPU.
   bool kernel_ridge = false;
   int threads = 2;               // fit workers: out-of-fold and final (fit, learner) tasks share them
