@@ -233,6 +233,17 @@ TEST(KernelRidge, GroupedTuningPicksFromTheGrid) {
   EXPECT_EQ(k.lambda, c.kernel_lambda_grid.front());
 }
 
+TEST(KernelRidge, TinyOrEmptyTrainingSetsFitOrFailCleanly) {
+  for (std::size_t rows : {1u, 2u, 3u, 6u}) {
+    const Data train = smooth_data(rows, 28);
+    auto kr = make_learner("kernel_ridge", kernel_config());
+    kr->fit(train.x, train.y, 1);
+    EXPECT_TRUE(std::isfinite(kr->predict(train.x.row(0)))) << rows << " rows";
+  }
+  auto kr = make_learner("kernel_ridge", kernel_config());
+  EXPECT_THROW(kr->fit(Matrix(0, 4), {}, 1), Error);
+}
+
 TEST(KernelRidge, ABadStateIsRefused) {
   const Data train = smooth_data(200, 27);
   auto kr = make_learner("kernel_ridge", kernel_config());
