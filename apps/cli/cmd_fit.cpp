@@ -51,7 +51,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
                 "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
   cmd->add_flag("--kernel-ridge", opt->kernel_ridge,
-                "kernel ridge in place of ridge, with its own meta weights for GPUs seen in training "
+                "kernel ridge in place of ridge and XGBoost, with its own meta weights for GPUs seen in training "
                 "(off by default: docs/model.md)");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");

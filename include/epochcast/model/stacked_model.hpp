@@ -52,10 +52,10 @@ struct FitOptions {
   int tree_min_leaf = 2;
   double tree_max_features = 0.5;  // share of features tried at each split
   int knn_k = 7;
-  // Kernel ridge (RBF on a Nyström basis, docs/model.md) in place of ridge, with a workload-
-  // grouped fold set for the meta weights of pairs between training GPUs and, for a GPU
-  // outside training, weights without kernel ridge. Off by default: lomo 7.62 -> 7.13 %
-  // (mean of 5 seeds), kfold within seed noise, logo unchanged, fit 1.8x the CPU.
+  // Kernel ridge (RBF on a Nyström basis, docs/model.md) in place of ridge and XGBoost, with a
+  // workload-grouped fold set for the meta weights of pairs between training GPUs and, for a
+  // GPU outside training, weights without kernel ridge. Off by default: lomo 7.62 -> 7.14 %
+  // (mean of 5 seeds), kfold only within seed noise (5.73 -> 5.66 %), fit 1.2x the CPU.
   bool kernel_ridge = false;
   int threads = 2;               // fit workers: out-of-fold and final (fit, learner) tasks share them
 };

@@ -303,7 +303,7 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
   EXPECT_NEAR(std::log(unseen.hi_s / unseen.epoch_s), model->unseen_gpu_interval_half_width_log(), 1e-9);
 }
 
-// FitOptions::kernel_ridge: kernel ridge replaces ridge, and there are two meta weight sets:
+// FitOptions::kernel_ridge: kernel ridge replaces ridge and XGBoost, and there are two meta weight sets:
 // a pair whose GPUs were both in training is combined with weights from model- and
 // workload-grouped folds, one with a GPU outside training with weights that leave kernel
 // ridge out (its correction decays to its mean away from the training GPUs). Without the
@@ -314,9 +314,9 @@ TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
   o.kernel_ridge = true;
   const StackedModel kr_model = fit_model(*data, *catalog, o);
   const auto names = kr_model.learner_names();
-  ASSERT_EQ(names, (std::vector<std::string>{"xgboost", "kernel_ridge", "knn", "extra_trees"}));
-  EXPECT_EQ(kr_model.meta_weights_unseen_gpu()[1], 0.0);
-  EXPECT_GT(kr_model.meta_weights()[1], 0.0);  // on held-out networks it earns weight
+  ASSERT_EQ(names, (std::vector<std::string>{"kernel_ridge", "knn", "extra_trees"}));
+  EXPECT_EQ(kr_model.meta_weights_unseen_gpu()[0], 0.0);
+  EXPECT_GT(kr_model.meta_weights()[0], 0.0);  // on held-out networks it earns weight
   const PairSchema& schema = pair_schema(false);
   std::vector<double> x(schema.names.size());
   for (const char* target : {"v100", "h200"}) {
@@ -342,7 +342,7 @@ TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
   EXPECT_EQ(loaded.meta_weights_unseen_gpu(), kr_model.meta_weights_unseen_gpu());
   EXPECT_EQ(model_to_json(loaded), text);
   nlohmann::json bad = nlohmann::json::parse(text);
-  bad["learners"][1]["state"]["alpha"].erase(0);
+  bad["learners"][0]["state"]["alpha"].erase(0);
   try {
     (void)model_from_json(bad.dump(), "badkernel.json");
     FAIL();
@@ -350,10 +350,10 @@ TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
     EXPECT_EQ(e.code(), ErrorCode::kParse);
     EXPECT_EQ(e.where().file, "badkernel.json");
   }
-  bad["learners"][1]["state"].erase("alpha");
+  bad["learners"][0]["state"].erase("alpha");
   EXPECT_THROW((void)model_from_json(bad.dump(), "nokernel.json"), Error);
   bad = nlohmann::json::parse(text);
-  bad["learners"][1]["state"]["columns"][0] = 68;  // not the columns the schema gives it
+  bad["learners"][0]["state"]["columns"][0] = 68;  // not the columns the schema gives it
   EXPECT_THROW((void)model_from_json(bad.dump(), "kernelcolumns.json"), Error);
 }
 
