@@ -35,7 +35,7 @@ void add_fit_command(CLI::App& app) {
     std::string data, catalog, output;
     std::uint64_t seed = 42;
     bool progress = false, json = false, lenient = false, memory_features = false;
-    bool no_prior = false, no_gpu_folds = false;
+    bool no_prior = false, no_gpu_folds = false, kernel_ridge = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("fit", "Fit the stacked model on a dataset and save it");
@@ -50,6 +50,9 @@ void add_fit_command(CLI::App& app) {
                 "learners fit log(target/source) itself, not the correction to the Amdahl prior");
   cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
                 "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
+  cmd->add_flag("--kernel-ridge", opt->kernel_ridge,
+                "kernel ridge in place of ridge and XGBoost, with its own meta weights for GPUs seen in training "
+                "(off by default: docs/model.md)");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->callback([opt] {
@@ -62,6 +65,7 @@ void add_fit_command(CLI::App& app) {
     fopt.include_memory_features = opt->memory_features;
     fopt.residual_over_prior = !opt->no_prior;
     fopt.meta_gpu_folds = !opt->no_gpu_folds;
+    fopt.kernel_ridge = opt->kernel_ridge;
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();  // process CPU time, all threads
     const StackedModel model =
@@ -71,8 +75,11 @@ void add_fit_command(CLI::App& app) {
     save_model(model, opt->output);
     const auto names = model.learner_names();
     if (opt->json) {
-      nlohmann::json weights;
-      for (std::size_t i = 0; i < names.size(); ++i) weights[names[i]] = model.meta_weights()[i];
+      nlohmann::json weights, unseen;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        weights[names[i]] = model.meta_weights()[i];
+        unseen[names[i]] = model.meta_weights_unseen_gpu()[i];
+      }
       std::cout << nlohmann::json{{"model", opt->output},
                                   {"dataset", ds.source},
                                   {"rows", ds.rows.size()},
@@ -82,6 +89,7 @@ void add_fit_command(CLI::App& app) {
                                   {"fit_cpu_seconds", cpu_seconds},
                                   {"schema_hash", model.schema_hash()},
                                   {"meta_weights", weights},
+                                  {"meta_weights_unseen_gpu", unseen},
                                   {"interval_half_width_log", model.interval_half_width_log()},
                                   {"unseen_gpu_interval_half_width_log", model.unseen_gpu_interval_half_width_log()},
                                   {"source_gpus", model.source_gpus_in_training()}}
@@ -95,6 +103,8 @@ void add_fit_command(CLI::App& app) {
     for (const auto& g : model.source_gpus_in_training()) fmt::print("{} ", g);
     fmt::print("\nfit       {:.2f} s, seed {}\nstack     ", seconds, opt->seed);
     for (std::size_t i = 0; i < names.size(); ++i) fmt::print("{}={:.3f} ", names[i], model.meta_weights()[i]);
+    fmt::print("\n          a GPU not in training: ");
+    for (std::size_t i = 0; i < names.size(); ++i) fmt::print("{}={:.3f} ", names[i], model.meta_weights_unseen_gpu()[i]);
     fmt::print("\ninterval  {:.0f} % = prediction x/÷ {:.3f} (a GPU not in training: x/÷ {:.3f})\nschema    {}\nwrote     {}\n",
                fopt.interval_level * 100, std::exp(model.interval_half_width_log()),
                std::exp(std::max(model.interval_half_width_log(), model.unseen_gpu_interval_half_width_log())),

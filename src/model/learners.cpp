@@ -881,7 +881,253 @@ class ExtraTreesLearner final : public Learner {
   std::vector<std::uint32_t> roots_;
 };
 
+// ---- Kernel ridge regression (RBF or Matérn 5/2) on a Nyström basis. ----
+
+
+// Squared distances between the rows of a (n×d) and b (m×d), never negative.
+Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  Eigen::MatrixXd d2 = -2.0 * (a * b.transpose());
+  d2.colwise() += a.rowwise().squaredNorm();
+  d2.rowwise() += b.rowwise().squaredNorm().transpose();
+  return d2.cwiseMax(0.0);
+}
+
+// k(r) with r² = d2 / ℓ²: exp(−r²/2), or Matérn 5/2 (1 + √5 r + 5r²/3) exp(−√5 r).
+double kernel_value(double d2, double inv_l2, bool matern) {
+  const double r2 = d2 * inv_l2;
+  if (!matern) return std::exp(-0.5 * r2);
+  const double s5r = std::sqrt(5.0 * r2);
+  return (1.0 + s5r + 5.0 / 3.0 * r2) * std::exp(-s5r);
+}
+
+Eigen::MatrixXd kernel_of(const Eigen::MatrixXd& d2, double length_scale, bool matern) {
+  const double inv_l2 = 1.0 / (length_scale * length_scale);
+  return d2.unaryExpr([&](double v) { return kernel_value(v, inv_l2, matern); });
+}
+
+// What a fit needs, computed once per training set: standardised rows, centred labels, the
+// basis rows and the row-to-basis squared distances.
+struct KernelData {
+  Standardizer scaler;
+  Eigen::MatrixXd z, basis, d2;  // n×d, m×d, n×m
+  std::vector<Eigen::Index> basis_rows;
+  Eigen::VectorXd yc;
+  double intercept = 0;
+};
+
+KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::vector<std::size_t>& columns,
+                       int basis, std::uint64_t seed) {
+  if (x.rows == 0 || y.size() != x.rows) throw Error(ErrorCode::kInvalidArgument, "kernel ridge: no training rows");
+  KernelData k;
+  const std::size_t n = x.rows, d = columns.size();
+  Matrix sub(n, d);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t c = 0; c < d; ++c) {
+      if (columns[c] >= x.cols) throw Error(ErrorCode::kInternal, "kernel ridge column out of range");
+      sub.data[i * d + c] = x.data[i * x.cols + columns[c]];
+    }
+  k.scaler.fit(sub);
+  k.z.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+  std::vector<double> buf(d);
+  for (std::size_t i = 0; i < n; ++i) {
+    k.scaler.apply(sub.row(i), buf);
+    for (std::size_t c = 0; c < d; ++c) k.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(c)) = buf[c];
+  }
+  k.yc = Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n));
+  k.intercept = k.yc.mean();
+  k.yc.array() -= k.intercept;
+  // Basis: a seeded random subset of the training rows (partial Fisher–Yates), kept in row order.
+  const std::size_t m = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, basis)), n);
+  std::vector<std::size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  FastRng rng(seed ^ 0x6b65726e656cULL);
+  for (std::size_t i = 0; i < m && m < n; ++i)
+    std::swap(idx[i], idx[i + rng.below(static_cast<std::uint32_t>(n - i))]);
+  std::sort(idx.begin(), idx.begin() + static_cast<long>(m));
+  k.basis_rows.assign(idx.begin(), idx.begin() + static_cast<long>(m));
+  k.basis = k.z(k.basis_rows, Eigen::all);
+  k.d2 = squared_distances(k.z, k.basis);
+  return k;
+}
+
+// K_mm + jitter: the basis' own kernel, kept positive definite when rows repeat.
+Eigen::MatrixXd basis_gram(const Eigen::MatrixXd& knm, const std::vector<Eigen::Index>& basis_rows) {
+  Eigen::MatrixXd r = knm(basis_rows, Eigen::all);
+  r = 0.5 * (r + r.transpose());
+  r.diagonal().array() += 1e-6;
+  return r;
+}
+
+
+class KernelRidgeLearner final : public Learner {
+ public:
+  explicit KernelRidgeLearner(const LearnerConfig& c) : config_(c), columns_(c.kernel_columns), matern_(c.kernel_matern) {}
+  std::string name() const override { return "kernel_ridge"; }
+
+  void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
+    if (columns_.empty()) {
+      columns_.resize(x.cols);
+      std::iota(columns_.begin(), columns_.end(), 0);
+    }
+    // Hyperparameters from the config when the caller tuned them (the stack, on grouped
+    // folds), else by CV over the rows here.
+    KernelChoice choice{config_.kernel_length_scale, config_.kernel_lambda};
+    if (!(choice.length_scale > 0 && choice.lambda > 0)) {
+      LearnerConfig c = config_;
+      c.kernel_columns = columns_;
+      choice = tune_kernel_ridge(x, y, {}, c, seed);
+    }
+    const KernelData k = kernel_data(x, y, columns_, config_.kernel_basis, seed);
+    const Eigen::MatrixXd knm = kernel_of(k.d2, choice.length_scale, matern_);
+    const Eigen::MatrixXd sys = knm.transpose() * knm + choice.lambda * basis_gram(knm, k.basis_rows);
+    const Eigen::VectorXd alpha = Eigen::LDLT<Eigen::MatrixXd>(sys).solve(knm.transpose() * k.yc);
+    scaler_ = k.scaler;
+    length_scale_ = choice.length_scale;
+    lambda_ = choice.lambda;
+    intercept_ = k.intercept;
+    basis_ = Matrix(static_cast<std::size_t>(k.basis.rows()), static_cast<std::size_t>(k.basis.cols()));
+    for (std::size_t i = 0; i < basis_.rows; ++i)
+      for (std::size_t c = 0; c < basis_.cols; ++c)
+        basis_.data[i * basis_.cols + c] = k.basis(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(c));
+    alpha_.assign(alpha.data(), alpha.data() + alpha.size());
+    if (!std::all_of(alpha_.begin(), alpha_.end(), [](double v) { return std::isfinite(v); }))
+      throw Error(ErrorCode::kInternal, "kernel ridge: the solve gave non-finite weights");
+  }
+
+  double predict(std::span<const double> x) const override {
+    constexpr std::size_t kMaxDims = 128;
+    const std::size_t d = columns_.size();
+    double z_buf[kMaxDims];
+    std::vector<double> z_heap;
+    double* z = z_buf;
+    if (d > kMaxDims) {
+      z_heap.resize(d);
+      z = z_heap.data();
+    }
+    for (std::size_t c = 0; c < d; ++c) {
+      const double v = x[columns_[c]];  // a missing value sits at the training mean
+      z[c] = std::isfinite(v) ? (v - scaler_.mean[c]) / scaler_.scale[c] : 0.0;
+    }
+    const double inv_l2 = 1.0 / (length_scale_ * length_scale_);
+    double out = intercept_;
+    for (std::size_t j = 0; j < basis_.rows; ++j) {
+      const double* p = basis_.data.data() + j * d;
+      double d2 = 0;
+      for (std::size_t c = 0; c < d; ++c) d2 += (p[c] - z[c]) * (p[c] - z[c]);
+      out += alpha_[j] * kernel_value(d2, inv_l2, matern_);
+    }
+    return out;
+  }
+
+  nlohmann::json to_json() const override {
+    return {{"kernel", matern_ ? "matern52" : "rbf"}, {"columns", columns_}, {"scaler", scaler_.to_json()},
+            {"length_scale", length_scale_}, {"lambda", lambda_}, {"intercept", intercept_},
+            {"rows", basis_.rows}, {"cols", basis_.cols}, {"basis", basis_.data}, {"alpha", alpha_}};
+  }
+  void from_json(const nlohmann::json& j) override {
+    const std::string kernel = j.at("kernel").get<std::string>();
+    if (kernel != "rbf" && kernel != "matern52")
+      throw Error(ErrorCode::kParse, "kernel ridge state: unknown kernel '" + kernel + "'");
+    matern_ = kernel == "matern52";
+    columns_ = j.at("columns").get<std::vector<std::size_t>>();
+    scaler_.from_json(j.at("scaler"));
+    length_scale_ = j.at("length_scale").get<double>();
+    lambda_ = j.at("lambda").get<double>();
+    intercept_ = j.at("intercept").get<double>();
+    basis_.rows = j.at("rows").get<std::size_t>();
+    basis_.cols = j.at("cols").get<std::size_t>();
+    basis_.data = j.at("basis").get<std::vector<double>>();
+    alpha_ = j.at("alpha").get<std::vector<double>>();
+    // The columns index the pair features: they must be the ones this schema gives the learner.
+    if (!config_.kernel_columns.empty() && columns_ != config_.kernel_columns)
+      throw Error(ErrorCode::kParse, "kernel ridge state: columns differ from the schema's");
+    if (columns_.empty() || basis_.cols != columns_.size() || scaler_.mean.size() != columns_.size() ||
+        basis_.data.size() != basis_.rows * basis_.cols || alpha_.size() != basis_.rows)
+      throw Error(ErrorCode::kParse, "kernel ridge state: inconsistent sizes");
+    if (!(length_scale_ > 0) || !std::isfinite(length_scale_) || !std::isfinite(intercept_))
+      throw Error(ErrorCode::kParse, "kernel ridge state: bad length scale or intercept");
+    for (double v : basis_.data)
+      if (!std::isfinite(v)) throw Error(ErrorCode::kParse, "kernel ridge state: non-finite basis point");
+    for (double v : alpha_)
+      if (!std::isfinite(v)) throw Error(ErrorCode::kParse, "kernel ridge state: non-finite weight");
+  }
+
+ private:
+  LearnerConfig config_;
+  std::vector<std::size_t> columns_;
+  bool matern_ = false;
+  Standardizer scaler_;
+  double length_scale_ = 1, lambda_ = 0.1, intercept_ = 0;
+  Matrix basis_;  // standardised basis rows, row-major
+  std::vector<double> alpha_;
+};
+
+
 }  // namespace
+
+KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::span<const std::uint32_t> groups,
+                               const LearnerConfig& config, std::uint64_t seed) {
+  std::vector<std::size_t> columns = config.kernel_columns;
+  if (columns.empty()) {
+    columns.resize(x.cols);
+    std::iota(columns.begin(), columns.end(), 0);
+  }
+  const KernelData k = kernel_data(x, y, columns, config.kernel_basis, seed);
+  const auto n = k.z.rows();
+  // Folds: the rows' groups dealt round-robin in sorted order (the stack passes the CNN model,
+  // so the choice is made on unseen networks); without groups (or < 3) rows in turn.
+  std::vector<int> fold(static_cast<std::size_t>(n));
+  std::vector<std::uint32_t> distinct(groups.begin(), groups.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const bool grouped = groups.size() == static_cast<std::size_t>(n) && distinct.size() >= 3;
+  const int folds = grouped ? static_cast<int>(std::min<std::size_t>(5, distinct.size())) : static_cast<int>(std::min<Eigen::Index>(5, n));
+  if (folds < 2) return {std::sqrt(static_cast<double>(columns.size())), 0.1};
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    fold[u] = grouped ? static_cast<int>((std::lower_bound(distinct.begin(), distinct.end(), groups[u]) - distinct.begin()) % folds)
+                      : static_cast<int>(i % folds);
+  }
+  std::vector<std::vector<Eigen::Index>> rows(static_cast<std::size_t>(folds));
+  for (Eigen::Index i = 0; i < n; ++i) rows[static_cast<std::size_t>(fold[static_cast<std::size_t>(i)])].push_back(i);
+  // Length scales relative to √d (standardised columns: typical distances grow like √d).
+  const double root_d = std::sqrt(static_cast<double>(columns.size()));
+  KernelChoice best{root_d, 0.1};
+  double best_sse = std::numeric_limits<double>::infinity();
+  for (double rel : config.kernel_scale_grid) {
+    const double scale = rel * root_d;
+    const Eigen::MatrixXd knm = kernel_of(k.d2, scale, config.kernel_matern);
+    const Eigen::MatrixXd r = basis_gram(knm, k.basis_rows);
+    const auto m = knm.cols();
+    std::vector<Eigen::MatrixXd> kf, af;
+    std::vector<Eigen::VectorXd> bf, yf;
+    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(m, m);
+    Eigen::VectorXd b = Eigen::VectorXd::Zero(m);
+    for (const auto& rr : rows) {
+      kf.push_back(knm(rr, Eigen::all));
+      yf.push_back(k.yc(rr));
+      af.push_back(kf.back().transpose() * kf.back());
+      bf.push_back(kf.back().transpose() * yf.back());
+      a += af.back();
+      b += bf.back();
+    }
+    for (double lambda : config.kernel_lambda_grid) {
+      double sse = 0;
+      for (std::size_t f = 0; f < rows.size(); ++f) {
+        if (rows[f].empty()) continue;
+        const Eigen::MatrixXd sys = a - af[f] + lambda * r;
+        const Eigen::LDLT<Eigen::MatrixXd> ldlt(sys);
+        const Eigen::VectorXd alpha = ldlt.solve(b - bf[f]);
+        sse += (yf[f] - kf[f] * alpha).squaredNorm();
+      }
+      if (std::isfinite(sse) && sse < best_sse) {
+        best_sse = sse;
+        best = {scale, lambda};
+      }
+    }
+  }
+  return best;
+}
 
 void Standardizer::fit(const Matrix& x) {
   mean.assign(x.cols, 0.0);
@@ -927,12 +1173,13 @@ std::unique_ptr<Learner> make_learner(const std::string& name, const LearnerConf
   if (name == "ridge") return std::make_unique<RidgeLearner>();
   if (name == "knn") return std::make_unique<KnnLearner>(config);
   if (name == "extra_trees") return std::make_unique<ExtraTreesLearner>(config);
+  if (name == "kernel_ridge") return std::make_unique<KernelRidgeLearner>(config);
   throw Error(ErrorCode::kParse, "unknown learner '" + name + "'");
 }
 
 std::vector<std::unique_ptr<Learner>> make_learners(const LearnerConfig& config) {
   std::vector<std::unique_ptr<Learner>> out;
-  for (const char* n : {"xgboost", "ridge", "knn", "extra_trees"}) out.push_back(make_learner(n, config));
+  for (const auto& n : config.learners) out.push_back(make_learner(n, config));
   return out;
 }
 

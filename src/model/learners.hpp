@@ -51,9 +51,32 @@ struct LearnerConfig {
   // Prepare fast single-row prediction after fit (XGBoost's flat tree copy). Out-of-fold
   // learners only predict batches and skip it.
   bool single_rows = true;
+  // Kernel ridge: the columns it measures distance on (empty: all), Nyström basis size, kernel,
+  // and the length scale / λ when already chosen (0: the learner chooses by CV over its rows).
+  // Grid: length scales as multiples of √(columns), λ relative to the unit kernel diagonal.
+  std::vector<std::size_t> kernel_columns;
+  int kernel_basis = 256;
+  bool kernel_matern = false;
+  double kernel_length_scale = 0, kernel_lambda = 0;
+  std::vector<double> kernel_scale_grid = {0.25, 0.5, 1.0, 2.0};
+  std::vector<double> kernel_lambda_grid = {0.001, 0.01, 0.1, 1.0};
+  // The stack's learners, in order (the meta weights follow it).
+  std::vector<std::string> learners = {"xgboost", "ridge", "knn", "extra_trees"};
 };
 
-// The stack's learners in a fixed order; names: xgboost, ridge, knn, extra_trees.
+struct KernelChoice {
+  double length_scale, lambda;
+};
+
+// Kernel ridge's length scale and λ by cross-validation over x's rows: folds grouped by
+// `groups` (one id per row; the stack passes the CNN model) when there are >= 3 groups, else
+// rows in turn. Squared error; the grid is the config's.
+[[nodiscard]] KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y,
+                                             std::span<const std::uint32_t> groups,
+                                             const LearnerConfig& config, std::uint64_t seed);
+
+// The stack's learners in config.learners' order; names: xgboost, ridge, knn, extra_trees,
+// kernel_ridge.
 [[nodiscard]] std::vector<std::unique_ptr<Learner>> make_learners(const LearnerConfig& config);
 [[nodiscard]] std::unique_ptr<Learner> make_learner(const std::string& name, const LearnerConfig& config);
 

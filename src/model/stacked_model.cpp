@@ -64,6 +64,10 @@ LearnerConfig learner_config(const FitOptions& o) {
         n == mem_util)
       c.knn_columns.push_back(i);
   }
+  c.kernel_columns = c.knn_columns;
+  // Kernel ridge in place of ridge and XGBoost (FitOptions::kernel_ridge), on the kNN columns:
+  // with it XGBoost earned 0.04 of the weight and cost a third of the fit (docs/model.md).
+  if (o.kernel_ridge) c.learners = {"kernel_ridge", "knn", "extra_trees"};
   return c;
 }
 
@@ -82,6 +86,7 @@ nlohmann::json options_to_json(const FitOptions& o) {
           {"tree_min_leaf", o.tree_min_leaf},
           {"tree_max_features", o.tree_max_features},
           {"knn_k", o.knn_k},
+          {"kernel_ridge", o.kernel_ridge},
           {"threads", o.threads}};
 }
 
@@ -101,6 +106,7 @@ FitOptions options_from_json(const nlohmann::json& j) {
   o.tree_min_leaf = j.at("tree_min_leaf").get<int>();
   o.tree_max_features = j.at("tree_max_features").get<double>();
   o.knn_k = j.at("knn_k").get<int>();
+  o.kernel_ridge = j.at("kernel_ridge").get<bool>();
   o.threads = j.at("threads").get<int>();
   return o;
 }
@@ -140,6 +146,17 @@ std::vector<double> nnls_small(const Eigen::MatrixXd& a, const Eigen::VectorXd& 
     }
   }
   return best;
+}
+
+// NNLS over some columns of a; the other columns get weight 0.
+std::vector<double> nnls_columns(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, const std::vector<std::size_t>& cols) {
+  std::vector<double> out(static_cast<std::size_t>(a.cols()), 0.0);
+  if (cols.empty()) return out;
+  Eigen::MatrixXd sub(a.rows(), static_cast<Eigen::Index>(cols.size()));
+  for (std::size_t i = 0; i < cols.size(); ++i) sub.col(static_cast<Eigen::Index>(i)) = a.col(static_cast<Eigen::Index>(cols[i]));
+  const std::vector<double> w = nnls_small(sub, b);
+  for (std::size_t i = 0; i < cols.size(); ++i) out[cols[i]] = w[i];
+  return out;
 }
 
 std::size_t line_of(std::string_view text, std::size_t byte, std::uint32_t& column) {
@@ -190,7 +207,8 @@ std::vector<std::string> StackedModel::learner_names() const {
 }
 
 void StackedModel::predict_pair_features(std::span<const double> x, std::span<double> per_learner_log,
-                                         double& stack_log) const {
+                                         double& stack_log, bool unseen_gpu) const {
+  const std::vector<double>& w = unseen_gpu ? meta_weights_unseen_ : meta_weights_;
   const double prior =
       options_.residual_over_prior ? prior_log_ratio(pair_schema(options_.include_memory_features), x) : 0.0;
   stack_log = prior;
@@ -198,7 +216,7 @@ void StackedModel::predict_pair_features(std::span<const double> x, std::span<do
     // Only the learned correction is clamped; the prior is not bounded by the training range.
     const double correction = std::clamp(learners_[i]->predict(x), log_ratio_lo_, log_ratio_hi_);
     per_learner_log[i] = prior + correction;
-    stack_log += meta_weights_[i] * correction;
+    stack_log += w[i] * correction;
   }
 }
 
@@ -221,12 +239,12 @@ Prediction StackedModel::predict(const FeatureRow& source_features, double sourc
     x = x_heap;
   }
   pair_features(schema, source_features, source_epoch_s, source, target, x);
-  double per[16];
-  double stack = 0;
-  predict_pair_features(x, std::span<double>(per, learners_.size()), stack);
   // A GPU the model never saw gets the interval calibrated on GPU-held-out folds (when fitted).
   const bool seen = std::binary_search(source_gpus_.begin(), source_gpus_.end(), source.id) &&
                     std::binary_search(target_gpus_.begin(), target_gpus_.end(), target.id);
+  double per[16];
+  double stack = 0;
+  predict_pair_features(x, std::span<double>(per, learners_.size()), stack, !seen);
   const double q = seen ? interval_q_log_ : std::max(interval_q_log_, interval_unseen_q_log_);
   Prediction p;
   p.epoch_s = source_epoch_s * std::exp(stack);
@@ -309,7 +327,7 @@ void run_fits(const Matrix& x, const std::vector<double>& y, std::vector<FitJob>
     for (std::size_t l = 0; l < n_learners; ++l) {
       // Rough relative fit cost by learner (xgboost, ridge, knn, extra_trees): only the order.
       const std::string name = jobs[j].learners[l]->name();
-      const double w = name == "extra_trees" ? 1.0 : name == "xgboost" ? 0.6 : 0.05;
+      const double w = name == "extra_trees" ? 1.0 : name == "xgboost" ? 0.6 : name == "kernel_ridge" ? 0.3 : 0.05;
       tasks.push_back({j, l, w * rows});
     }
   }
@@ -443,9 +461,44 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     }
   }
 
-  const LearnerConfig config = learner_config(options);
+  // With kernel ridge, a third fold set grouped by workload: the seen-GPU meta weights then
+  // learn from both shifts a seen-GPU pair can face (a new network, or a known network at a
+  // new batch size / data size), not only from the first, where kernel ridge is strongest.
+  std::vector<FoldSplit> workload_splits;
+  if (options.kernel_ridge) {
+    std::vector<std::string> workload(n);
+    for (std::size_t i = 0; i < n; ++i) workload[i] = ds.rows[pairs[i].source].workload;
+    std::vector<std::string> w(workload);
+    std::sort(w.begin(), w.end());
+    w.erase(std::unique(w.begin(), w.end()), w.end());
+    std::mt19937_64 wrng(options.seed + 1);
+    std::shuffle(w.begin(), w.end(), wrng);
+    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(std::max(2, options.folds)), w.size());
+    std::map<std::string, std::size_t> fold_of_workload;
+    for (std::size_t i = 0; i < w.size(); ++i) fold_of_workload[w[i]] = i % k;
+    if (k >= 2) {
+      workload_splits.resize(k);
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t f = 0; f < k; ++f)
+          (fold_of_workload[workload[i]] == f ? workload_splits[f].test : workload_splits[f].train).push_back(i);
+    }
+  }
+  LearnerConfig config = learner_config(options);
+  if (std::find(config.learners.begin(), config.learners.end(), "kernel_ridge") != config.learners.end() &&
+      !(config.kernel_length_scale > 0 && config.kernel_lambda > 0)) {
+    // Kernel ridge's length scale and λ: chosen once per model fit, by CV over these training
+    // pairs grouped by CNN model (never the evaluation's held-out pairs), then used by every
+    // out-of-fold and final fit (tuning inside each of the 10 fits would cost 10 times more).
+    std::map<std::string, std::uint32_t> model_id;
+    std::vector<std::uint32_t> groups(n);
+    for (std::size_t i = 0; i < n; ++i)
+      groups[i] = model_id.emplace(ds.rows[pairs[i].source].model, static_cast<std::uint32_t>(model_id.size())).first->second;
+    const KernelChoice k = tune_kernel_ridge(x, y, groups, config, options.seed);
+    config.kernel_length_scale = k.length_scale;
+    config.kernel_lambda = k.lambda;
+  }
   const std::size_t n_learners = make_learners(config).size();
-  const std::size_t total_steps = (group_splits.size() + gpu_splits.size() + 1) * n_learners;
+  const std::size_t total_steps = (group_splits.size() + gpu_splits.size() + workload_splits.size() + 1) * n_learners;
   std::size_t step = 0;
   auto tick = [&](std::string_view what) {
     ++step;
@@ -460,7 +513,15 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   Eigen::MatrixXd oof_gpu(ni, nl);
   oof_gpu.setZero();
   // Seeds as before the queue: fold f of a set gets set_seed + f * 7919, the final fit seed + 104729.
-  std::vector<FitJob> jobs(group_splits.size() + gpu_splits.size() + 1);
+  Eigen::MatrixXd oof_workload(ni, nl);
+  std::vector<FitJob> jobs(group_splits.size() + gpu_splits.size() + workload_splits.size() + 1);
+  for (std::size_t f = 0; f < workload_splits.size(); ++f) {
+    FitJob& job = jobs[group_splits.size() + gpu_splits.size() + f];
+    job.split = &workload_splits[f];
+    job.oof = &oof_workload;
+    job.seed = options.seed + 57 + f * 7919;
+    job.label = "workload-held-out";
+  }
   for (std::size_t f = 0; f < group_splits.size(); ++f) {
     jobs[f].split = &group_splits[f];
     jobs[f].oof = &oof;
@@ -485,26 +546,44 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   model.log_ratio_lo_ = clamp_lo;
   model.log_ratio_hi_ = clamp_hi;
   const Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), ni);
-  if (gpu_rows.empty()) {
-    model.meta_weights_ = nnls_small(oof, yv);
-  } else {
-    // One set of weights for both kinds of shift: the rows of both out-of-fold matrices.
+  // Meta weights. Default: one set, NNLS on the model-grouped rows and the GPU-held-out rows
+  // together. With kernel ridge, two: for a pair whose GPUs were both in training, NNLS on the
+  // model- and workload-grouped rows (seen GPUs); for a pair with a GPU outside training, the
+  // default's NNLS over the learners that extrapolate to an unseen GPU. Kernel ridge does not:
+  // away from the training GPUs' spec ratios its correction decays to its mean (logo 13.0 %
+  // alone vs 10.0 % for extra trees, docs/model.md).
+  std::vector<std::size_t> extrapolating;
+  for (std::size_t l = 0; l < n_learners; ++l)
+    if (config.learners[l] != "kernel_ridge") extrapolating.push_back(l);
+  Eigen::MatrixXd a = oof;
+  Eigen::VectorXd b = yv;
+  if (!gpu_rows.empty()) {
     const auto ng = static_cast<Eigen::Index>(gpu_rows.size());
-    Eigen::MatrixXd a(ni + ng, nl);
-    Eigen::VectorXd b(ni + ng);
-    a.topRows(ni) = oof;
-    b.head(ni) = yv;
+    a.conservativeResize(ni + ng, nl);
+    b.conservativeResize(ni + ng);
     for (Eigen::Index k = 0; k < ng; ++k) {
       a.row(ni + k) = oof_gpu.row(static_cast<Eigen::Index>(gpu_rows[static_cast<std::size_t>(k)]));
       b(ni + k) = yv(static_cast<Eigen::Index>(gpu_rows[static_cast<std::size_t>(k)]));
     }
-    model.meta_weights_ = nnls_small(a, b);
+  }
+  model.meta_weights_unseen_ = nnls_columns(a, b, extrapolating);
+  if (workload_splits.empty()) {
+    model.meta_weights_ = model.meta_weights_unseen_;
+  } else {
+    Eigen::MatrixXd seen(2 * ni, nl);
+    Eigen::VectorXd yy(2 * ni);
+    seen.topRows(ni) = oof;
+    seen.bottomRows(ni) = oof_workload;
+    yy.head(ni) = yv;
+    yy.tail(ni) = yv;
+    model.meta_weights_ = nnls_small(seen, yy);
   }
   // Split-conformal: the level-quantile of the stack's out-of-fold absolute residuals.
   auto stack_resid = [&](const Eigen::MatrixXd& m, std::size_t i) {
+    const std::vector<double>& w = &m == &oof_gpu ? model.meta_weights_unseen_ : model.meta_weights_;
     double s = 0;
     for (std::size_t l = 0; l < n_learners; ++l)
-      s += model.meta_weights_[l] * m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(l));
+      s += w[l] * m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(l));
     return std::abs(y[i] - s);
   };
   std::vector<double> resid(n);
@@ -555,6 +634,7 @@ std::string model_to_json(const StackedModel& m) {
       {"options", options_to_json(m.options_)},
       {"learners", learners},
       {"meta_weights", m.meta_weights_},
+      {"meta_weights_unseen_gpu", m.meta_weights_unseen_},
       {"prior", m.options_.residual_over_prior ? "amdahl.memory_split" : "none"},
       {"interval",
        {{"level", m.options_.interval_level},
@@ -632,11 +712,14 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       m.learners_.push_back(std::move(l));
     }
     m.meta_weights_ = j.at("meta_weights").get<std::vector<double>>();
-    if (m.learners_.empty() || m.meta_weights_.size() != m.learners_.size() || m.learners_.size() > 16)
+    m.meta_weights_unseen_ = j.at("meta_weights_unseen_gpu").get<std::vector<double>>();
+    if (m.learners_.empty() || m.meta_weights_.size() != m.learners_.size() ||
+        m.meta_weights_unseen_.size() != m.learners_.size() || m.learners_.size() > 16)
       throw Error(ErrorCode::kParse, "learner count and meta weights disagree", {name, 0, 0, "meta_weights"});
-    for (double w : m.meta_weights_)
-      if (!std::isfinite(w) || w < 0)
-        throw Error(ErrorCode::kParse, "meta weight is not a non-negative number", {name, 0, 0, "meta_weights"});
+    for (const auto* ws : {&m.meta_weights_, &m.meta_weights_unseen_})
+      for (double w : *ws)
+        if (!std::isfinite(w) || w < 0)
+          throw Error(ErrorCode::kParse, "meta weight is not a non-negative number", {name, 0, 0, "meta_weights"});
     m.interval_q_log_ = j.at("interval").at("half_width_log").get<double>();
     m.interval_unseen_q_log_ = j.at("interval").at("unseen_gpu_half_width_log").get<double>();
     const auto clamp = j.at("log_ratio_clamp").get<std::vector<double>>();

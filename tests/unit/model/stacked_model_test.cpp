@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -155,6 +156,12 @@ TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
   j = nlohmann::json::parse(text);
   j.erase("meta_weights");
   EXPECT_THROW((void)model_from_json(j.dump(), "nometa.json"), Error);
+  j = nlohmann::json::parse(text);
+  j["meta_weights_unseen_gpu"].erase(0);
+  EXPECT_THROW((void)model_from_json(j.dump(), "short-unseen.json"), Error);
+  j = nlohmann::json::parse(text);
+  j["meta_weights_unseen_gpu"][0] = -0.5;
+  EXPECT_THROW((void)model_from_json(j.dump(), "negative-unseen.json"), Error);
   EXPECT_THROW((void)model_from_json("[1,2,3]", "array.json"), Error);
   EXPECT_THROW((void)load_model("/nonexistent/model.json"), Error);
 }
@@ -282,7 +289,7 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
     const double got = std::log(model->predict(r.features, r.epoch_s, src, h200).epoch_s / r.epoch_s);
     // Meta weights sum to about one, so the stack stays within the widened correction range.
     double wsum = 0;
-    for (double w : model->meta_weights()) wsum += w;
+    for (double w : model->meta_weights_unseen_gpu()) wsum += w;
     EXPECT_GE(got - prior, wsum * clamp[0] - 1e-9) << r.workload;
     EXPECT_LE(got - prior, wsum * clamp[1] + 1e-9) << r.workload;
     EXPECT_LT(prior, 0);  // H200 is faster than every dataset GPU by its specs
@@ -294,6 +301,60 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
   const Prediction unseen = model->predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), h200);
   EXPECT_NEAR(std::log(seen.hi_s / seen.epoch_s), model->interval_half_width_log(), 1e-9);
   EXPECT_NEAR(std::log(unseen.hi_s / unseen.epoch_s), model->unseen_gpu_interval_half_width_log(), 1e-9);
+}
+
+// FitOptions::kernel_ridge: kernel ridge replaces ridge and XGBoost, and there are two meta weight sets:
+// a pair whose GPUs were both in training is combined with weights from model- and
+// workload-grouped folds, one with a GPU outside training with weights that leave kernel
+// ridge out (its correction decays to its mean away from the training GPUs). Without the
+// option both sets are the same.
+TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
+  EXPECT_EQ(model->meta_weights(), model->meta_weights_unseen_gpu());
+  FitOptions o = quick();
+  o.kernel_ridge = true;
+  const StackedModel kr_model = fit_model(*data, *catalog, o);
+  const auto names = kr_model.learner_names();
+  ASSERT_EQ(names, (std::vector<std::string>{"kernel_ridge", "knn", "extra_trees"}));
+  EXPECT_EQ(kr_model.meta_weights_unseen_gpu()[0], 0.0);
+  EXPECT_GT(kr_model.meta_weights()[0], 0.0);  // on held-out networks it earns weight
+  const PairSchema& schema = pair_schema(false);
+  std::vector<double> x(schema.names.size());
+  for (const char* target : {"v100", "h200"}) {
+    const bool seen = std::string(target) != "h200";
+    const auto& w = seen ? kr_model.meta_weights() : kr_model.meta_weights_unseen_gpu();
+    for (std::size_t i = 0; i < data->rows.size(); i += 23) {
+      const DatasetRow& r = data->rows[i];
+      if (r.gpu_id == target) continue;
+      const GpuSpec& src = *catalog->find(r.gpu_id);
+      pair_features(schema, r.features, r.epoch_s, src, *catalog->find(target), x);
+      const double prior = prior_log_ratio(schema, x);
+      const Prediction p = kr_model.predict(r.features, r.epoch_s, src, *catalog->find(target));
+      double expect = prior;  // per-learner predictions are prior + clamped correction
+      for (std::size_t l = 0; l < names.size(); ++l)
+        expect += w[l] * (std::log(p.per_learner[l].epoch_s / r.epoch_s) - prior);
+      EXPECT_NEAR(std::log(p.epoch_s / r.epoch_s), expect, 1e-9) << target << " " << r.workload;
+    }
+  }
+  // The file keeps the option and both weight sets; a damaged kernel ridge state is refused.
+  const std::string text = model_to_json(kr_model);
+  const StackedModel loaded = model_from_json(text, "kr.json");
+  EXPECT_TRUE(loaded.options().kernel_ridge);
+  EXPECT_EQ(loaded.meta_weights_unseen_gpu(), kr_model.meta_weights_unseen_gpu());
+  EXPECT_EQ(model_to_json(loaded), text);
+  nlohmann::json bad = nlohmann::json::parse(text);
+  bad["learners"][0]["state"]["alpha"].erase(0);
+  try {
+    (void)model_from_json(bad.dump(), "badkernel.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "badkernel.json");
+  }
+  bad["learners"][0]["state"].erase("alpha");
+  EXPECT_THROW((void)model_from_json(bad.dump(), "nokernel.json"), Error);
+  bad = nlohmann::json::parse(text);
+  bad["learners"][0]["state"]["columns"][0] = 68;  // not the columns the schema gives it
+  EXPECT_THROW((void)model_from_json(bad.dump(), "kernelcolumns.json"), Error);
 }
 
 // The prior falls back when utilisation channels are missing instead of turning NaN.
