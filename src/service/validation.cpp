@@ -53,9 +53,9 @@ std::string options_mismatch(const nlohmann::json& stored, const FitOptions& o) 
       {"interval_level", o.interval_level}, {"xgb_rounds", static_cast<double>(o.xgb_rounds)},
       {"xgb_max_depth", static_cast<double>(o.xgb_max_depth)}, {"xgb_eta", o.xgb_eta},
       {"trees", static_cast<double>(o.trees)}, {"tree_min_leaf", static_cast<double>(o.tree_min_leaf)},
-      {"knn_k", static_cast<double>(o.knn_k)},
+      {"tree_max_features", o.tree_max_features}, {"knn_k", static_cast<double>(o.knn_k)},
       {"residual_over_prior", o.residual_over_prior ? 1.0 : 0.0},
-      {"meta_gpu_folds", o.meta_gpu_folds ? 1.0 : 0.0}};
+      {"meta_gpu_folds", o.meta_gpu_folds ? 1.0 : 0.0}, {"kernel_ridge", o.kernel_ridge ? 1.0 : 0.0}};
   for (const auto& [key, value] : fields) {
     if (!stored.contains(key)) continue;
     const nlohmann::json& v = stored[key];
