@@ -188,7 +188,7 @@ void TraceParser::dmon_row(std::string_view text) {
     } else if (std::isnan(v)) {
       ++missing_values_;
     } else {
-      v *= col.header_factor;
+      v = converted(v, col.header_factor, col, text, f, f);
     }
     row_[static_cast<std::size_t>(col.slot)] = v;
   }

@@ -29,6 +29,8 @@ inline void check_error(const Error& e, const std::string& name, bool needs_line
   if (e.code() == ErrorCode::kParse && needs_line && e.where().line == 0)
     finding("parse error without a line", msg);
   if (msg.size() > 4096) finding("error message longer than 4 KiB", msg.substr(0, 300) + "...");
+  for (char c : msg)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) finding("control byte in error message", msg);
 }
 
 // Runs `body`, checking any Error and turning any other exception into a finding.

@@ -235,5 +235,29 @@ TEST(DatasetBadInput, TruncatedRowUnknownGpuAndEmptyFile) {
   EXPECT_THROW((void)load_dataset("/nonexistent.csv", load_gpu_catalog(kCatalog)), Error);
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_tables): a dataset cell is echoed into the error, so a
+// 5000-byte GPU label made a 5 KB message and an escape sequence reached the terminal raw.
+TEST(DatasetBadInput, EchoedCellsAreBoundedAndEscaped) {
+  Sample s = sample(1);
+  auto c = cells(s.rows[0]);
+  c[0] = std::string(5000, 'x');
+  try {
+    (void)load_text(s.header + "\n" + join(c) + "\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 2u);
+    EXPECT_EQ(e.where().field, "Instances");
+    EXPECT_LT(std::string(e.what()).size(), 2200u);
+    EXPECT_NE(std::string(e.what()).find("bytes in all)"), std::string::npos);
+  }
+  c[0] = "p\x1b[31m";
+  try {
+    (void)load_text(s.header + "\n" + join(c) + "\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown GPU 'p\\x1b[31m'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace epochcast
