@@ -69,6 +69,7 @@ class XgbLearner final : public Learner {
  public:
   explicit XgbLearner(const LearnerConfig& c) : config_(c) {}
   std::string name() const override { return "xgboost"; }
+  std::size_t columns_read() const override { return cols_; }
 
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
     XgbMatrix train(x, y);
@@ -286,6 +287,7 @@ class XgbLearner final : public Learner {
 class RidgeLearner final : public Learner {
  public:
   std::string name() const override { return "ridge"; }
+  std::size_t columns_read() const override { return coef_.size(); }
 
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t) override {
     scaler_.fit(x);
@@ -353,6 +355,9 @@ class KnnLearner final : public Learner {
  public:
   explicit KnnLearner(const LearnerConfig& c) : k_(std::max(1, c.knn_k)), columns_(c.knn_columns) {}
   std::string name() const override { return "knn"; }
+  std::size_t columns_read() const override {
+    return columns_.empty() ? 0 : *std::max_element(columns_.begin(), columns_.end()) + 1;
+  }
 
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t) override {
     if (columns_.empty()) {
@@ -532,6 +537,7 @@ class ExtraTreesLearner final : public Learner {
       : trees_wanted_(std::max(1, c.trees)), min_leaf_(std::max(1, c.tree_min_leaf)),
         threads_(std::max(1, c.threads)), max_features_(c.tree_max_features) {}
   std::string name() const override { return "extra_trees"; }
+  std::size_t columns_read() const override { return cols_; }
 
   struct Node {
     int feature = -1;  // -1: leaf

@@ -39,6 +39,9 @@ class Learner {
   virtual void predict_many(const Matrix& x, std::span<double> out) const;
   [[nodiscard]] virtual nlohmann::json to_json() const = 0;
   virtual void from_json(const nlohmann::json& j) = 0;
+  // How many leading columns of a row predict() reads: a loaded state must not read past
+  // the schema's row (checked by the model loader).
+  [[nodiscard]] virtual std::size_t columns_read() const = 0;
 };
 
 struct LearnerConfig {

@@ -629,6 +629,13 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     for (const auto& lj : j.at("learners")) {
       auto l = make_learner(lj.at("name").get<std::string>(), config);
       l->from_json(lj.at("state"));
+      // A state that reads past the schema's row would read out of bounds at predict.
+      if (const std::size_t width = pair_feature_names(m.options_.include_memory_features).size();
+          l->columns_read() > width)
+        throw Error(ErrorCode::kParse,
+                    "learner '" + l->name() + "' reads " + std::to_string(l->columns_read()) +
+                        " feature columns, the schema has " + std::to_string(width),
+                    {name, 0, 0, "learners"});
       m.learners_.push_back(std::move(l));
     }
     m.meta_weights_ = j.at("meta_weights").get<std::vector<double>>();

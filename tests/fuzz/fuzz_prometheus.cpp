@@ -32,8 +32,7 @@ struct Server {
     http.Get("/api/v1/query_range", answer);
     http.Post("/api/v1/query_range", answer);
     port = http.bind_to_any_port("127.0.0.1");
-    thread = std::thread([this] { http.listen_after_bind(); });
-    http.wait_until_ready();
+    thread = std::thread([this] { http.listen_after_bind(); });  // bound: connections queue
   }
 };
 

@@ -60,6 +60,6 @@ for t in "${targets[@]}"; do
   echo "== fuzz_$t for ${secs}s"
   # -timeout: a small input taking seconds is a hang; -rss_limit_mb: runaway allocation.
   nice "$B/tests/fuzz/fuzz_$t" "$W/corpus-$t" "$W/seeds-$t" -max_total_time="$secs" -timeout=10 \
-      -rss_limit_mb=3072 -max_len=20000 -print_final_stats=1 -artifact_prefix="$W/crashes-$t/" \
+      -rss_limit_mb=3072 -max_len="$([ "$t" = model ] && echo 40000 || echo 20000)" -print_final_stats=1 -artifact_prefix="$W/crashes-$t/" \
       2>&1 | tee "$W/fuzz_$t.log" | grep -E "^(==|FUZZ|SUMMARY|stat::number_of_executed_units|Done|#[0-9]+ +DONE)|ERROR" || true
 done

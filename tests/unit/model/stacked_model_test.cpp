@@ -159,6 +159,47 @@ TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
   EXPECT_THROW((void)load_model("/nonexistent/model.json"), Error);
 }
 
+// Found by reading for the fuzzer (tests/fuzz/fuzz_model): a learner state whose sizes agree
+// with each other but not with the schema loaded, and predict() then read past the feature
+// row (kNN column 10000; ridge and extra trees wider than the row; XGBoost `columns`).
+TEST_F(Fixture, LearnerStateWiderThanTheSchemaIsRefused) {
+  const nlohmann::json good = nlohmann::json::parse(model_to_json(*model));
+  auto expect_refused = [](const nlohmann::json& j, const std::string& learner) {
+    try {
+      (void)model_from_json(j.dump(), "wide.json");
+      FAIL() << learner;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_EQ(e.where().file, "wide.json");
+      EXPECT_EQ(e.where().field, "learners");
+      EXPECT_NE(std::string(e.what()).find("learner '" + learner + "' reads"), std::string::npos) << e.what();
+    }
+  };
+  ASSERT_EQ(good["learners"][2]["name"], "knn");
+  nlohmann::json j = good;
+  j["learners"][2]["state"]["columns"][0] = 10000;
+  expect_refused(j, "knn");
+  j = good;
+  ASSERT_EQ(j["learners"][1]["name"], "ridge");
+  auto& ridge = j["learners"][1]["state"];
+  for (int i = 0; i < 50; ++i) {
+    ridge["coef"].push_back(0.5);
+    ridge["scaler"]["mean"].push_back(0.0);
+    ridge["scaler"]["scale"].push_back(1.0);
+  }
+  expect_refused(j, "ridge");
+  j = good;
+  ASSERT_EQ(j["learners"][3]["name"], "extra_trees");
+  auto& trees = j["learners"][3]["state"];
+  const std::size_t wide = trees["columns"].get<std::size_t>() + 50;
+  trees["columns"] = wide;
+  trees["fill"] = std::vector<double>(wide, 0.0);
+  expect_refused(j, "extra_trees");
+  j = good;
+  j["learners"][0]["state"]["columns"] = 100000;
+  expect_refused(j, "xgboost");
+}
+
 TEST_F(Fixture, DeterministicGivenASeed) {
   const StackedModel again = fit_model(*data, *catalog, quick());
   EXPECT_TRUE(model_to_json(*model) == model_to_json(again)) << "same seed, different model";
