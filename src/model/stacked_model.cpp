@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/read_file.hpp"
 #include "learners.hpp"
 #include "pair_features.hpp"
 
@@ -675,13 +676,11 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
   }
 }
 
+constexpr std::uint64_t kMaxModelFileBytes = std::uint64_t{256} << 20;
+
 StackedModel load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot open model file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, "read error in model file '" + path + "'");
-  return model_from_json(ss.str(), path);
+  // A default-options model is a few MB; the cap stops /dev/zero or a wrong huge file.
+  return model_from_json(read_file_capped(path, kMaxModelFileBytes, "model file"), path);
 }
 
 // ---- default model ----

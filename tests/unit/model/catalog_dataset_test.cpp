@@ -259,5 +259,23 @@ TEST(DatasetBadInput, EchoedCellsAreBoundedAndEscaped) {
   }
 }
 
+// Found with the CLI (`fit --data /dev/zero`): one endless line was buffered until memory ran
+// out (1 GB), then reported as "empty dataset". Now a line past 1 MiB is refused at once.
+TEST(DatasetBadInput, EndlessLineIsRefusedAtOneMebibyte) {
+  try {
+    (void)load_dataset("/dev/zero", load_gpu_catalog(kCatalog));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "/dev/zero");
+    EXPECT_EQ(e.where().line, 1u);
+    EXPECT_NE(e.detail().find("longer than 1 MiB"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)load_gpu_catalog("/dev/zero"), Error);
+  // A last line without a newline is still read.
+  Sample s = sample(2);
+  EXPECT_EQ(load_text(s.header + "\n" + s.rows[0] + "\n" + s.rows[1]).rows.size(), 2u);
+}
+
 }  // namespace
 }  // namespace epochcast

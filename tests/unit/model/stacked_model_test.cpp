@@ -157,6 +157,14 @@ TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
   EXPECT_THROW((void)model_from_json(j.dump(), "nometa.json"), Error);
   EXPECT_THROW((void)model_from_json("[1,2,3]", "array.json"), Error);
   EXPECT_THROW((void)load_model("/nonexistent/model.json"), Error);
+  // An endless file (found with `predict --model /dev/zero`) stops at the size cap.
+  try {
+    (void)load_model("/dev/zero");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_NE(std::string(e.what()).find("model file is larger than 256 MiB"), std::string::npos) << e.what();
+  }
 }
 
 // Found by reading for the fuzzer (tests/fuzz/fuzz_model): a learner state whose sizes agree
