@@ -603,6 +603,16 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     throw Error(ErrorCode::kParse,
                 std::string("not a valid model file (corrupt or truncated JSON): ") + e.what(),
                 {name, line, col, ""});
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but a number no double holds ("1e400": out_of_range.406), reported
+    // without a byte offset: locate the number it quotes.
+    const std::string what = e.what();
+    const std::size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    std::size_t at = std::string_view::npos;
+    if (q1 != std::string::npos && q2 > q1 + 1) at = text.find(std::string_view(what).substr(q1 + 1, q2 - q1 - 1));
+    std::uint32_t col = 0;
+    const std::size_t line = at == std::string_view::npos ? 0 : line_of(text, at, col);
+    throw Error(ErrorCode::kParse, std::string("not a valid model file: ") + what, {name, line, col, ""});
   }
   try {
     if (!j.is_object() || j.value("format", "") != kFormatName)

@@ -23,7 +23,9 @@ void check_trace(const Trace& t) {
   }
   for (std::size_t k = 0; k < t.size(); ++k)
     if (!std::isfinite(t.time_s[k]) || (k > 0 && !(t.time_s[k] >= t.time_s[k - 1])))
-      fuzz::finding("time not finite and monotone", std::to_string(k));
+      fuzz::finding("time not finite and monotone",
+                    "sample " + std::to_string(k) + ": " + std::to_string(t.time_s[k]) +
+                        (k > 0 ? " after " + std::to_string(t.time_s[k - 1]) : ""));
 }
 
 // A small real-looking GPU trace to merge a parsed host trace onto (and the reverse).

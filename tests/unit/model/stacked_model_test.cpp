@@ -157,6 +157,17 @@ TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
   EXPECT_THROW((void)model_from_json(j.dump(), "nometa.json"), Error);
   EXPECT_THROW((void)model_from_json("[1,2,3]", "array.json"), Error);
   EXPECT_THROW((void)load_model("/nonexistent/model.json"), Error);
+  // Found by fuzzing (tests/fuzz/fuzz_model): a number no double holds is not a JSON syntax
+  // error but nlohmann's out_of_range, which escaped the loader (the CLI said "internal").
+  try {
+    (void)model_from_json("{\"format\": \"epochcast-model\",\n  \"version\": 2e400}", "overflow.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "overflow.json");
+    EXPECT_EQ(e.where().line, 2u);
+    EXPECT_EQ(e.where().column, 14u);
+  }
   // An endless file (found with `predict --model /dev/zero`) stops at the size cap.
   try {
     (void)load_model("/dev/zero");
