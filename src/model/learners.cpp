@@ -21,7 +21,11 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 void xgb_check(int status, const char* what) {
   if (status != 0)
-    throw Error(ErrorCode::kInternal, std::string("XGBoost ") + what + ": " + XGBGetLastError());
+  {
+    // XGBoost appends a multi-line stack trace: the first line is the message.
+    std::string why = XGBGetLastError();
+    throw Error(ErrorCode::kInternal, std::string("XGBoost ") + what + ": " + why.substr(0, why.find('\n')));
+  }
 }
 
 class XgbMatrix {
@@ -132,6 +136,11 @@ class XgbLearner final : public Learner {
       why = why.substr(0, why.find('\n'));
       throw Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: " + why);
     }
+    // The file's column count must be the booster's: predict hands XGBoost rows that wide.
+    bst_ulong features = 0;
+    if (XGBoosterGetNumFeature(booster->get(), &features) != 0 || features != cols_)
+      throw Error(ErrorCode::kParse, "xgboost state: 'columns' is " + std::to_string(cols_) +
+                                         ", the saved booster has " + std::to_string(features) + " features");
     booster->set("nthread", "1");
     booster_ = std::move(booster);
     compile(nullptr);

@@ -179,7 +179,7 @@ TEST(BadInput, ValueOverflowingOnUnitConversionIsAnError) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.where().line, 3u);
-    EXPECT_EQ(e.where().column, 27u);
+    EXPECT_EQ(e.where().column, 26u);
   }
   // Lenient mode skips the row instead.
   ReadOptions lenient;
