@@ -143,6 +143,7 @@ class XgbLearner final : public Learner {
                                          ", the saved booster has " + std::to_string(features) + " features");
     booster->set("nthread", "1");
     booster_ = std::move(booster);
+    check_trees();
     compile(nullptr);
   }
 
@@ -159,6 +160,55 @@ class XgbLearner final : public Learner {
     std::int32_t feature;  // -1: leaf
     std::int32_t left, right, missing;
   };
+
+  // XGBoost loads a booster whose trees point past their nodes, at missing features or in a
+  // cycle, then reads out of bounds (or loops) when predicting: refuse such a file first.
+  void check_trees() const {
+    bst_ulong len = 0;
+    const char* buffer = nullptr;
+    xgb_check(XGBoosterSaveModelToBuffer(booster_->get(), R"({"format": "json"})", &len, &buffer),
+              "XGBoosterSaveModelToBuffer");
+    nlohmann::json trees;
+    try {
+      trees = nlohmann::json::parse(std::string_view(buffer, len))
+                  .at("learner").at("gradient_booster").at("model").at("trees");
+    } catch (const nlohmann::json::exception&) {
+      return;  // not a gbtree layout: nothing of ours to check
+    }
+    auto damaged = [](std::size_t tree, const std::string& why) {
+      return Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: tree " +
+                                          std::to_string(tree) + ": " + why);
+    };
+    for (std::size_t t = 0; t < trees.size(); ++t) {
+      std::vector<std::int64_t> left, right, feature;
+      try {
+        left = trees[t].at("left_children").get<std::vector<std::int64_t>>();
+        right = trees[t].at("right_children").get<std::vector<std::int64_t>>();
+        feature = trees[t].at("split_indices").get<std::vector<std::int64_t>>();
+      } catch (const nlohmann::json::exception& e) {
+        throw damaged(t, e.what());
+      }
+      const std::size_t n = left.size();
+      if (n == 0 || right.size() != n || feature.size() != n) throw damaged(t, "node arrays of different lengths");
+      std::vector<char> seen(n, 0);
+      std::vector<std::size_t> todo{0};
+      while (!todo.empty()) {
+        const std::size_t i = todo.back();
+        todo.pop_back();
+        if (seen[i]++) throw damaged(t, "node " + std::to_string(i) + " is reached twice (a cycle)");
+        if (left[i] == -1) continue;  // a leaf
+        for (const std::int64_t child : {left[i], right[i]})
+          if (child < 0 || static_cast<std::size_t>(child) >= n)
+            throw damaged(t, "node " + std::to_string(i) + " has child " + std::to_string(child) + " of " +
+                                 std::to_string(n) + " nodes");
+        if (feature[i] < 0 || static_cast<std::size_t>(feature[i]) >= cols_)
+          throw damaged(t, "node " + std::to_string(i) + " splits on feature " + std::to_string(feature[i]) +
+                               " of " + std::to_string(cols_));
+        todo.push_back(static_cast<std::size_t>(left[i]));
+        todo.push_back(static_cast<std::size_t>(right[i]));
+      }
+    }
+  }
 
   void compile(const Matrix* check_rows) {
     native_ = false;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -225,6 +226,37 @@ TEST_F(Fixture, LearnerStateWiderThanTheSchemaIsRefused) {
     EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
     EXPECT_NE(std::string(e.what()).find("the saved booster has"), std::string::npos) << e.what();
   }
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_model): XGBoost loads a booster whose tree points past its
+// nodes and then reads out of bounds predicting (SEGV inside libxgboost); a cycle would loop.
+TEST_F(Fixture, XGBoostTreesPointingOutsideThemselvesAreRefused) {
+  const nlohmann::json good = nlohmann::json::parse(model_to_json(*model));
+  ASSERT_EQ(good["learners"][0]["name"], "xgboost");
+  auto with_tree = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    nlohmann::json booster = nlohmann::json::parse(j["learners"][0]["state"]["buffer"].get<std::string>());
+    nlohmann::json& tree = booster["learner"]["gradient_booster"]["model"]["trees"][0];
+    ASSERT_GE(tree["left_children"].size(), 3u);
+    ASSERT_NE(tree["left_children"][0], -1);
+    edit(tree);
+    j["learners"][0]["state"]["buffer"] = booster.dump();
+    try {
+      (void)model_from_json(j.dump(), "tree.json");
+      FAIL() << tree.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_EQ(e.where().file, "tree.json");
+      EXPECT_NE(std::string(e.what()).find("booster saved in the model file is damaged"), std::string::npos)
+          << e.what();
+    }
+  };
+  with_tree([](nlohmann::json& t) { t["right_children"][0] = t["left_children"].size() + 1; });
+  with_tree([](nlohmann::json& t) { t["split_indices"][0] = 100000; });
+  with_tree([](nlohmann::json& t) {  // node 1 becomes a split whose children lead back to the root
+    t["left_children"][1] = 0;
+    t["right_children"][1] = 0;
+  });
 }
 
 TEST_F(Fixture, DeterministicGivenASeed) {
