@@ -166,8 +166,12 @@ class XgbLearner final : public Learner {
   void check_trees() const {
     bst_ulong len = 0;
     const char* buffer = nullptr;
-    xgb_check(XGBoosterSaveModelToBuffer(booster_->get(), R"({"format": "json"})", &len, &buffer),
-              "XGBoosterSaveModelToBuffer");
+    // XGBoost also loads boosters it then cannot save (num_trees disagreeing with the trees).
+    if (XGBoosterSaveModelToBuffer(booster_->get(), R"({"format": "json"})", &len, &buffer) != 0) {
+      std::string why = XGBGetLastError();
+      throw Error(ErrorCode::kParse,
+                  "the XGBoost booster saved in the model file is damaged: " + why.substr(0, why.find('\n')));
+    }
     nlohmann::json trees;
     try {
       trees = nlohmann::json::parse(std::string_view(buffer, len))

@@ -257,6 +257,19 @@ TEST_F(Fixture, XGBoostTreesPointingOutsideThemselvesAreRefused) {
     t["left_children"][1] = 0;
     t["right_children"][1] = 0;
   });
+  // Also found by fuzz_model: a tree count that disagrees with the trees loads, but XGBoost
+  // then cannot save it (an internal error before).
+  nlohmann::json j = good;
+  nlohmann::json booster = nlohmann::json::parse(j["learners"][0]["state"]["buffer"].get<std::string>());
+  booster["learner"]["gradient_booster"]["model"]["gbtree_model_param"]["num_trees"] = "0";
+  j["learners"][0]["state"]["buffer"] = booster.dump();
+  try {
+    (void)model_from_json(j.dump(), "count.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+    EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Fixture, DeterministicGivenASeed) {
