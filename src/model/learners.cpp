@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -129,6 +130,7 @@ class XgbLearner final : public Learner {
   void from_json(const nlohmann::json& j) override {
     const std::string buffer = j.at("buffer").get<std::string>();
     cols_ = j.at("columns").get<std::size_t>();
+    check_booster_json(buffer);
     auto booster = std::make_unique<XgbBooster>();
     // A damaged booster in a model file is bad input, not a bug: one line, parse error.
     if (XGBoosterLoadModelFromBuffer(booster->get(), buffer.data(), buffer.size()) != 0) {
@@ -160,6 +162,74 @@ class XgbLearner final : public Learner {
     std::int32_t feature;  // -1: leaf
     std::int32_t left, right, missing;
   };
+
+  // XGBoost's own JSON reader accepts broken JSON ("[0,00,]") and casts values without
+  // checking their type, crashing on a mutated file. So the booster must be strict JSON in the
+  // layout fit() writes (gbtree, typed node arrays of one length) before XGBoost sees it.
+  static void check_booster_json(std::string_view buffer) {
+    auto damaged = [](const std::string& why) {
+      return Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: " + why);
+    };
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(buffer);
+    } catch (const nlohmann::json::exception& e) {
+      throw damaged(std::string("not JSON: ") + e.what());
+    }
+    // XGBoost's parameter objects: strings, or objects of strings.
+    std::function<void(const nlohmann::json&, const char*)> strings = [&](const nlohmann::json& o, const char* what) {
+      if (!o.is_object()) throw damaged(std::string(what) + " is not an object");
+      for (const auto& [k, v] : o.items()) {
+        if (v.is_object()) strings(v, what);
+        else if (!v.is_string()) throw damaged(std::string(what) + "." + k + " is not a string");
+      }
+    };
+    constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
+    auto numbers = [&](const nlohmann::json& a, bool integer, std::size_t n, const std::string& what) {
+      if (!a.is_array() || (n != kAny && a.size() != n)) throw damaged(what + " has the wrong shape");
+      for (const auto& v : a)
+        if (integer ? !v.is_number_integer() : !v.is_number()) throw damaged(what + " holds a non-number");
+    };
+    try {
+      numbers(j.at("version"), true, 3, "version");
+      const auto& learner = j.at("learner");
+      if (learner.at("gradient_booster").at("name") != "gbtree") throw damaged("not a gbtree booster");
+      strings(learner.at("learner_model_param"), "learner_model_param");
+      if (!learner.at("objective").is_object() || !learner.at("objective").at("name").is_string())
+        throw damaged("objective");
+      for (const auto& [k, v] : learner.at("objective").items())
+        if (k != "name") strings(v, "objective");
+      for (const char* k : {"feature_names", "feature_types"})
+        if (learner.contains(k) && (!learner[k].is_array() || !std::all_of(learner[k].begin(), learner[k].end(),
+                                                                            [](const auto& x) { return x.is_string(); })))
+          throw damaged(k);
+      if (learner.contains("attributes")) strings(learner["attributes"], "attributes");
+      const auto& model = learner.at("gradient_booster").at("model");
+      strings(model.at("gbtree_model_param"), "gbtree_model_param");
+      const auto& trees = model.at("trees");
+      if (!trees.is_array()) throw damaged("trees is not an array");
+      numbers(model.at("tree_info"), true, trees.size(), "tree_info");
+      if (std::stoul(model.at("gbtree_model_param").at("num_trees").get<std::string>()) != trees.size())
+        throw damaged("num_trees disagrees with the trees");
+      for (std::size_t t = 0; t < trees.size(); ++t) {
+        const auto& tree = trees[t];
+        const std::string at = "tree " + std::to_string(t) + " ";
+        strings(tree.at("tree_param"), "tree_param");
+        if (!tree.at("id").is_number_integer()) throw damaged(at + "id");
+        const std::size_t n = std::stoul(tree.at("tree_param").at("num_nodes").get<std::string>());
+        for (const char* k : {"left_children", "right_children", "parents", "split_indices", "split_type", "default_left"})
+          numbers(tree.at(k), true, n, at + k);
+        for (const char* k : {"base_weights", "loss_changes", "split_conditions", "sum_hessian"})
+          numbers(tree.at(k), false, n, at + k);
+        for (const char* k : {"categories", "categories_nodes", "categories_segments", "categories_sizes"})
+          if (tree.contains(k)) numbers(tree[k], true, kAny, at + k);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw damaged(e.what());
+    } catch (const std::logic_error& e) {  // std::stoul on a non-number
+      throw damaged(std::string("a count is not a number: ") + e.what());
+    }
+  }
 
   // XGBoost loads a booster whose trees point past their nodes, at missing features or in a
   // cycle, then reads out of bounds (or loops) when predicting: refuse such a file first.

@@ -257,6 +257,25 @@ TEST_F(Fixture, XGBoostTreesPointingOutsideThemselvesAreRefused) {
     t["left_children"][1] = 0;
     t["right_children"][1] = 0;
   });
+  // Found by fuzz_model: XGBoost's JSON reader takes "[0,00,]" and a string where it expects
+  // an integer, then dereferences garbage (SEGV in libxgboost while loading).
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"tree_info\":[", "\"tree_info\":[00,"}, {"\"tree_info\":[", "\"tree_info\":[\"x\","},
+           {"\"left_children\":[", "\"left_children\":[1.5,"}}) {
+    nlohmann::json j = good;
+    std::string buffer = j["learners"][0]["state"]["buffer"].get<std::string>();
+    const std::size_t at = buffer.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    buffer.replace(at, from.size(), to);
+    j["learners"][0]["state"]["buffer"] = buffer;
+    try {
+      (void)model_from_json(j.dump(), "xgbjson.json");
+      FAIL() << to;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+    }
+  }
   // Also found by fuzz_model: a tree count that disagrees with the trees loads, but XGBoost
   // then cannot save it (an internal error before).
   nlohmann::json j = good;
