@@ -215,7 +215,9 @@ class XgbLearner final : public Learner {
         const auto& tree = trees[t];
         const std::string at = "tree " + std::to_string(t) + " ";
         strings(tree.at("tree_param"), "tree_param");
-        if (!tree.at("id").is_number_integer()) throw damaged(at + "id");
+        // XGBoost files a tree under its id: a repeated id leaves a null tree (SEGV on save).
+        if (!tree.at("id").is_number_integer() || tree.at("id").get<std::int64_t>() != static_cast<std::int64_t>(t))
+          throw damaged(at + "has id " + tree.at("id").dump());
         const std::size_t n = std::stoul(tree.at("tree_param").at("num_nodes").get<std::string>());
         for (const char* k : {"left_children", "right_children", "parents", "split_indices", "split_type", "default_left"})
           numbers(tree.at(k), true, n, at + k);
