@@ -146,7 +146,19 @@ class XgbLearner final : public Learner {
     booster->set("nthread", "1");
     booster_ = std::move(booster);
     check_trees();
-    compile(nullptr);
+    // XGBoost refuses some loaded boosters only when predicting (size_leaf_vector 5): predict
+    // once here, so that is a damaged file now and not an internal error later.
+    try {
+      compile(nullptr);
+      if (!native_) {
+        std::vector<float> row(cols_, std::numeric_limits<float>::quiet_NaN());
+        float out = 0;
+        run_predict(row.data(), 1, &out);
+      }
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kInternal) throw;
+      throw Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: " + e.detail());
+    }
   }
 
  private:

@@ -276,6 +276,21 @@ TEST_F(Fixture, XGBoostTreesPointingOutsideThemselvesAreRefused) {
       EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
     }
   }
+  // Found by fuzz_model: XGBoost loads size_leaf_vector 5 but refuses it when predicting
+  // (an internal error at predict before); now refused at load.
+  {
+    nlohmann::json j = good;
+    nlohmann::json booster = nlohmann::json::parse(j["learners"][0]["state"]["buffer"].get<std::string>());
+    booster["learner"]["gradient_booster"]["model"]["gbtree_model_param"]["size_leaf_vector"] = "5";
+    j["learners"][0]["state"]["buffer"] = booster.dump();
+    try {
+      (void)model_from_json(j.dump(), "leafvec.json");
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+    }
+  }
   // Also found by fuzz_model: a tree count that disagrees with the trees loads, but XGBoost
   // then cannot save it (an internal error before).
   nlohmann::json j = good;
