@@ -289,6 +289,11 @@ class XgbLearner final : public Learner {
           if (child < 0 || static_cast<std::size_t>(child) >= n)
             throw damaged(t, "node " + std::to_string(i) + " has child " + std::to_string(child) + " of " +
                                  std::to_string(n) + " nodes");
+        // XGBoost's predictor takes the right child as left + 1 (GetNextNode): anything else
+        // walks past the tree (a hang or SEGV found by fuzz_model with the children swapped).
+        if (right[i] != left[i] + 1)
+          throw damaged(t, "node " + std::to_string(i) + " has children " + std::to_string(left[i]) + " and " +
+                               std::to_string(right[i]) + ", not adjacent");
         if (feature[i] < 0 || static_cast<std::size_t>(feature[i]) >= cols_)
           throw damaged(t, "node " + std::to_string(i) + " splits on feature " + std::to_string(feature[i]) +
                                " of " + std::to_string(cols_));

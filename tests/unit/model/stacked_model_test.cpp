@@ -253,6 +253,9 @@ TEST_F(Fixture, XGBoostTreesPointingOutsideThemselvesAreRefused) {
   };
   with_tree([](nlohmann::json& t) { t["right_children"][0] = t["left_children"].size() + 1; });
   with_tree([](nlohmann::json& t) { t["split_indices"][0] = 100000; });
+  with_tree([](nlohmann::json& t) {  // children swapped: XGBoost walks to left + 1 (a hang in release)
+    std::swap(t["left_children"][0], t["right_children"][0]);
+  });
   with_tree([](nlohmann::json& t) {  // node 1 becomes a split whose children lead back to the root
     t["left_children"][1] = 0;
     t["right_children"][1] = 0;
