@@ -129,7 +129,7 @@ class XgbLearner final : public Learner {
 
   void from_json(const nlohmann::json& j) override {
     const std::string buffer = j.at("buffer").get<std::string>();
-    cols_ = j.at("columns").get<std::size_t>();
+    cols_ = json_integer<std::size_t>(j.at("columns"));
     check_booster_json(buffer);
     auto booster = std::make_unique<XgbBooster>();
     // A damaged booster in a model file is bad input, not a bug: one line, parse error.
@@ -595,11 +595,11 @@ class KnnLearner final : public Learner {
             {"cols", points_.cols}, {"points", points_.data}, {"y", y_}};
   }
   void from_json(const nlohmann::json& j) override {
-    k_ = j.at("k").get<int>();
-    columns_ = j.at("columns").get<std::vector<std::size_t>>();
+    k_ = json_integer<int>(j.at("k"));
+    columns_ = json_integers<std::size_t>(j.at("columns"));
     scaler_.from_json(j.at("scaler"));
-    points_.rows = j.at("rows").get<std::size_t>();
-    points_.cols = j.at("cols").get<std::size_t>();
+    points_.rows = json_integer<std::size_t>(j.at("rows"));
+    points_.cols = json_integer<std::size_t>(j.at("cols"));
     points_.data = j.at("points").get<std::vector<double>>();
     y_ = j.at("y").get<std::vector<double>>();
     if (k_ < 1 || points_.data.size() != points_.rows * points_.cols || y_.size() != points_.rows ||
@@ -809,15 +809,15 @@ class ExtraTreesLearner final : public Learner {
   }
 
   void from_json(const nlohmann::json& j) override {
-    cols_ = j.at("columns").get<std::size_t>();
+    cols_ = json_integer<std::size_t>(j.at("columns"));
     fill_ = j.at("fill").get<std::vector<double>>();
-    min_leaf_ = j.at("min_leaf").get<int>();
+    min_leaf_ = json_integer<int>(j.at("min_leaf"));
     trees_.clear();
     for (const auto& tj : j.at("trees")) {
-      const auto f = tj.at("feature").get<std::vector<int>>();
+      const auto f = json_integers<int>(tj.at("feature"));
       const auto t = tj.at("threshold").get<std::vector<double>>();
-      const auto l = tj.at("left").get<std::vector<int>>();
-      const auto r = tj.at("right").get<std::vector<int>>();
+      const auto l = json_integers<int>(tj.at("left"));
+      const auto r = json_integers<int>(tj.at("right"));
       const auto v = tj.at("value").get<std::vector<double>>();
       const std::size_t n = f.size();
       if (n == 0 || t.size() != n || l.size() != n || r.size() != n || v.size() != n)

@@ -88,21 +88,21 @@ nlohmann::json options_to_json(const FitOptions& o) {
 
 FitOptions options_from_json(const nlohmann::json& j) {
   FitOptions o;
-  o.seed = j.at("seed").get<std::uint64_t>();
-  o.folds = j.at("folds").get<int>();
+  o.seed = json_integer<std::uint64_t>(j.at("seed"));
+  o.folds = json_integer<int>(j.at("folds"));
   o.group_folds_by_model = j.at("group_folds_by_model").get<bool>();
   o.include_memory_features = j.at("include_memory_features").get<bool>();
   o.residual_over_prior = j.at("residual_over_prior").get<bool>();
   o.meta_gpu_folds = j.at("meta_gpu_folds").get<bool>();
   o.interval_level = j.at("interval_level").get<double>();
-  o.xgb_rounds = j.at("xgb_rounds").get<int>();
-  o.xgb_max_depth = j.at("xgb_max_depth").get<int>();
+  o.xgb_rounds = json_integer<int>(j.at("xgb_rounds"));
+  o.xgb_max_depth = json_integer<int>(j.at("xgb_max_depth"));
   o.xgb_eta = j.at("xgb_eta").get<double>();
-  o.trees = j.at("trees").get<int>();
-  o.tree_min_leaf = j.at("tree_min_leaf").get<int>();
+  o.trees = json_integer<int>(j.at("trees"));
+  o.tree_min_leaf = json_integer<int>(j.at("tree_min_leaf"));
   o.tree_max_features = j.at("tree_max_features").get<double>();
-  o.knn_k = j.at("knn_k").get<int>();
-  o.threads = j.at("threads").get<int>();
+  o.knn_k = json_integer<int>(j.at("knn_k"));
+  o.threads = json_integer<int>(j.at("threads"));
   return o;
 }
 
@@ -618,7 +618,7 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     if (!j.is_object() || j.value("format", "") != kFormatName)
       throw Error(ErrorCode::kParse, "not an epochcast model file (no \"format\": \"" +
                                          std::string(kFormatName) + "\")", {name, 1, 1, "format"});
-    const int version = j.at("version").get<int>();
+    const int version = json_integer<int>(j.at("version"));
     if (version != kModelFormatVersion)
       throw Error(ErrorCode::kSchemaMismatch,
                   "model file '" + name + "' has format version " + std::to_string(version) +
@@ -667,7 +667,7 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       throw Error(ErrorCode::kParse, "bad interval half width", {name, 0, 0, "interval"});
     const auto& t = j.at("training");
     m.dataset_source_ = t.at("dataset").get<std::string>();
-    m.training_pairs_ = t.at("pairs").get<std::size_t>();
+    m.training_pairs_ = json_integer<std::size_t>(t.at("pairs"));
     m.source_gpus_ = t.at("source_gpus").get<std::vector<std::string>>();
     m.target_gpus_ = t.at("target_gpus").get<std::vector<std::string>>();
     m.feature_min_ = doubles_from_json(t.at("feature_min"));

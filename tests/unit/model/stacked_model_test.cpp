@@ -217,6 +217,18 @@ TEST_F(Fixture, LearnerStateWiderThanTheSchemaIsRefused) {
   expect_refused(j, "extra_trees");
   // XGBoost's `columns` disagreeing with its own booster gave an internal error carrying
   // XGBoost's stack trace; now a parse error.
+  // Found by fuzz_model (UBSan): nlohmann casts -1.5 to size_t; integers must be integers.
+  for (const auto& [learner, field] : std::vector<std::pair<int, std::string>>{{2, "rows"}, {0, "columns"}, {3, "min_leaf"}}) {
+    j = good;
+    j["learners"][learner]["state"][field] = -1.50226;
+    try {
+      (void)model_from_json(j.dump(), "float.json");
+      FAIL() << field;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("expected an integer in range"), std::string::npos) << e.what();
+    }
+  }
   j = good;
   j["learners"][0]["state"]["columns"] = 100000;
   try {
