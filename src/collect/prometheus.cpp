@@ -258,9 +258,9 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
           const std::string name = label(series.labels, "__name__");
           if (name.empty())
             throw Error(ErrorCode::kUnsupported,
-                        fmt::format("query '{}' returns series without a metric name; name the channel: TAG=EXPR "
-                                    "(e.g. power_w={})",
-                                    expr, expr));
+                        fmt::format("Prometheus {}: query '{}' returns series without a metric name; name the "
+                                    "channel: TAG=EXPR (e.g. power_w={})",
+                                    where, expr, expr));
           metric = metric_by_dcgm_name(name);
           if (!metric) metric = metric_by_tag(name);
           if (!metric) {

@@ -1,5 +1,7 @@
 #include "epochcast/core/error.hpp"
 
+#include <algorithm>
+
 namespace epochcast {
 
 const char* to_string(ErrorCode code) {
@@ -33,6 +35,40 @@ int exit_status(ErrorCode code) {
 }
 
 namespace {
+
+constexpr std::size_t kMaxMessageBytes = 2048;
+
+// Messages quote untrusted input: keep them one line without terminal control bytes, and
+// bounded (a 20 KB cell echoed whole is no clearer). Cut on a UTF-8 character boundary.
+std::string one_line(const std::string& s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(s.size(), kMaxMessageBytes) + 16);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= kMaxMessageBytes) {
+      if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) {  // inside a character: drop its start
+        while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+        if (!out.empty()) out.pop_back();
+      }
+      return out + "… (cut; " + std::to_string(s.size()) + " bytes in all)";
+    }
+    const auto u = static_cast<unsigned char>(s[i]);
+    if ((u < 0x20 && u != '\t') || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+SourceLocation clean(SourceLocation where) {
+  where.field = one_line(where.field);
+  return where;
+}
+
 std::string with_location(const std::string& message, const SourceLocation& where) {
   if (where.file.empty()) return message;
   std::string out = where.file;
@@ -45,12 +81,12 @@ std::string with_location(const std::string& message, const SourceLocation& wher
 }  // namespace
 
 Error::Error(ErrorCode code, const std::string& message)
-    : std::runtime_error(message), code_(code), detail_(message) {}
+    : std::runtime_error(one_line(message)), code_(code), detail_(one_line(message)) {}
 
 Error::Error(ErrorCode code, const std::string& message, SourceLocation where)
-    : std::runtime_error(with_location(message, where)),
+    : std::runtime_error(with_location(one_line(message), clean(where))),
       code_(code),
-      where_(std::move(where)),
-      detail_(message) {}
+      where_(clean(std::move(where))),
+      detail_(one_line(message)) {}
 
 }  // namespace epochcast

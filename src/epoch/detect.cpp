@@ -1436,6 +1436,14 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     return seg;
   }
   const auto n = static_cast<std::size_t>(std::floor(span_samples + 0.5)) + 1;
+  // A resampled sample fills at most 3 grid points, so on a grid over 8x the samples every
+  // channel is > 50 % missing and would be dropped below: say so before building that grid
+  // (fuzzing: a 121-row log with a 65-day clock step back and forth built a 56 M-point grid).
+  if (n > 8 * n_raw + 64) {
+    seg.reason = fmt::format("trace is mostly gaps: {} samples over {:.0f} intervals of {:.3g} s", n_raw,
+                             span_samples, dt);
+    return seg;
+  }
 
   // Already on the grid (the common case for one collector): values are used as they are.
   on_grid = on_grid && n == n_raw;

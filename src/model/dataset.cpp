@@ -33,6 +33,27 @@ void note_skip(DatasetDiagnostics& d, std::uint64_t line, std::string reason) {
   if (d.skips.size() < DatasetDiagnostics::kMaxSkipsListed) d.skips.push_back({line, std::move(reason)});
 }
 
+// The public dataset's lines are ~4 KB; a longer one is not this format (or /dev/zero).
+constexpr std::size_t kMaxLineBytes = 1 << 20;
+
+// std::getline without a bound would buffer an endless line until memory runs out.
+bool read_line(std::istream& in, std::string& line, const std::string& name, std::uint64_t line_no) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  if (!sb) return false;
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(line.empty() ? std::ios::eofbit | std::ios::failbit : std::ios::eofbit);
+      return !line.empty();
+    }
+    if (c == '\n') return true;
+    if (line.size() >= kMaxLineBytes)
+      throw Error(ErrorCode::kParse, "line longer than 1 MiB: not a dataset CSV", {name, line_no, 0, ""});
+    line.push_back(static_cast<char>(c));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> Dataset::gpu_ids() const {
@@ -57,7 +78,7 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
   std::uint64_t line_no = 0;
 
   // Header.
-  while (std::getline(in, line)) {
+  while (read_line(in, line, name, line_no + 1)) {
     ++line_no;
     if (!csv::trim(line).empty()) break;
   }
@@ -100,7 +121,7 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
                 {name, header_line, 0, "utilization_gpu_mean"});
 
   std::map<std::pair<std::string, std::string>, std::uint64_t> seen;  // (gpu, workload) -> line
-  while (std::getline(in, line)) {
+  while (read_line(in, line, name, line_no + 1)) {
     ++line_no;
     if (csv::trim(line).empty()) continue;
     auto fail = [&](std::string reason, std::uint32_t column, std::string field) -> RowError {

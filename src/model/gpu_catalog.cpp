@@ -8,6 +8,7 @@
 
 #include "csv.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/read_file.hpp"
 
 namespace epochcast {
 namespace {
@@ -156,11 +157,7 @@ GpuCatalog load_gpu_catalog_from_string(std::string_view content, const std::str
 }
 
 GpuCatalog load_gpu_catalog(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot open GPU catalog '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return load_gpu_catalog_from_string(ss.str(), path);
+  return load_gpu_catalog_from_string(read_file_capped(path, 16 << 20, "GPU catalog"), path);
 }
 
 std::string default_gpu_catalog_path() {

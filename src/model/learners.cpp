@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,7 +22,11 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 void xgb_check(int status, const char* what) {
   if (status != 0)
-    throw Error(ErrorCode::kInternal, std::string("XGBoost ") + what + ": " + XGBGetLastError());
+  {
+    // XGBoost appends a multi-line stack trace: the first line is the message.
+    std::string why = XGBGetLastError();
+    throw Error(ErrorCode::kInternal, std::string("XGBoost ") + what + ": " + why.substr(0, why.find('\n')));
+  }
 }
 
 class XgbMatrix {
@@ -69,6 +74,7 @@ class XgbLearner final : public Learner {
  public:
   explicit XgbLearner(const LearnerConfig& c) : config_(c) {}
   std::string name() const override { return "xgboost"; }
+  std::size_t columns_read() const override { return cols_; }
 
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
     XgbMatrix train(x, y);
@@ -123,7 +129,8 @@ class XgbLearner final : public Learner {
 
   void from_json(const nlohmann::json& j) override {
     const std::string buffer = j.at("buffer").get<std::string>();
-    cols_ = j.at("columns").get<std::size_t>();
+    cols_ = json_integer<std::size_t>(j.at("columns"));
+    check_booster_json(buffer);
     auto booster = std::make_unique<XgbBooster>();
     // A damaged booster in a model file is bad input, not a bug: one line, parse error.
     if (XGBoosterLoadModelFromBuffer(booster->get(), buffer.data(), buffer.size()) != 0) {
@@ -131,9 +138,27 @@ class XgbLearner final : public Learner {
       why = why.substr(0, why.find('\n'));
       throw Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: " + why);
     }
+    // The file's column count must be the booster's: predict hands XGBoost rows that wide.
+    bst_ulong features = 0;
+    if (XGBoosterGetNumFeature(booster->get(), &features) != 0 || features != cols_)
+      throw Error(ErrorCode::kParse, "xgboost state: 'columns' is " + std::to_string(cols_) +
+                                         ", the saved booster has " + std::to_string(features) + " features");
     booster->set("nthread", "1");
     booster_ = std::move(booster);
-    compile(nullptr);
+    check_trees();
+    // XGBoost refuses some loaded boosters only when predicting (size_leaf_vector 5): predict
+    // once here, so that is a damaged file now and not an internal error later.
+    try {
+      compile(nullptr);
+      if (!native_) {
+        std::vector<float> row(cols_, std::numeric_limits<float>::quiet_NaN());
+        float out = 0;
+        run_predict(row.data(), 1, &out);
+      }
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kInternal) throw;
+      throw Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: " + e.detail());
+    }
   }
 
  private:
@@ -149,6 +174,134 @@ class XgbLearner final : public Learner {
     std::int32_t feature;  // -1: leaf
     std::int32_t left, right, missing;
   };
+
+  // XGBoost's own JSON reader accepts broken JSON ("[0,00,]") and casts values without
+  // checking their type, crashing on a mutated file. So the booster must be strict JSON in the
+  // layout fit() writes (gbtree, typed node arrays of one length) before XGBoost sees it.
+  static void check_booster_json(std::string_view buffer) {
+    auto damaged = [](const std::string& why) {
+      return Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: " + why);
+    };
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(buffer);
+    } catch (const nlohmann::json::exception& e) {
+      throw damaged(std::string("not JSON: ") + e.what());
+    }
+    // XGBoost's parameter objects: strings, or objects of strings.
+    std::function<void(const nlohmann::json&, const char*)> strings = [&](const nlohmann::json& o, const char* what) {
+      if (!o.is_object()) throw damaged(std::string(what) + " is not an object");
+      for (const auto& [k, v] : o.items()) {
+        if (v.is_object()) strings(v, what);
+        else if (!v.is_string()) throw damaged(std::string(what) + "." + k + " is not a string");
+      }
+    };
+    constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
+    auto numbers = [&](const nlohmann::json& a, bool integer, std::size_t n, const std::string& what) {
+      if (!a.is_array() || (n != kAny && a.size() != n)) throw damaged(what + " has the wrong shape");
+      for (const auto& v : a)
+        if (integer ? !v.is_number_integer() : !v.is_number()) throw damaged(what + " holds a non-number");
+    };
+    try {
+      numbers(j.at("version"), true, 3, "version");
+      const auto& learner = j.at("learner");
+      if (learner.at("gradient_booster").at("name") != "gbtree") throw damaged("not a gbtree booster");
+      strings(learner.at("learner_model_param"), "learner_model_param");
+      if (!learner.at("objective").is_object() || !learner.at("objective").at("name").is_string())
+        throw damaged("objective");
+      for (const auto& [k, v] : learner.at("objective").items())
+        if (k != "name") strings(v, "objective");
+      for (const char* k : {"feature_names", "feature_types"})
+        if (learner.contains(k) && (!learner[k].is_array() || !std::all_of(learner[k].begin(), learner[k].end(),
+                                                                            [](const auto& x) { return x.is_string(); })))
+          throw damaged(k);
+      if (learner.contains("attributes")) strings(learner["attributes"], "attributes");
+      const auto& model = learner.at("gradient_booster").at("model");
+      strings(model.at("gbtree_model_param"), "gbtree_model_param");
+      const auto& trees = model.at("trees");
+      if (!trees.is_array()) throw damaged("trees is not an array");
+      numbers(model.at("tree_info"), true, trees.size(), "tree_info");
+      if (std::stoul(model.at("gbtree_model_param").at("num_trees").get<std::string>()) != trees.size())
+        throw damaged("num_trees disagrees with the trees");
+      for (std::size_t t = 0; t < trees.size(); ++t) {
+        const auto& tree = trees[t];
+        const std::string at = "tree " + std::to_string(t) + " ";
+        strings(tree.at("tree_param"), "tree_param");
+        // XGBoost files a tree under its id: a repeated id leaves a null tree (SEGV on save).
+        if (!tree.at("id").is_number_integer() || tree.at("id").get<std::int64_t>() != static_cast<std::int64_t>(t))
+          throw damaged(at + "has id " + tree.at("id").dump());
+        const std::size_t n = std::stoul(tree.at("tree_param").at("num_nodes").get<std::string>());
+        for (const char* k : {"left_children", "right_children", "parents", "split_indices", "split_type", "default_left"})
+          numbers(tree.at(k), true, n, at + k);
+        for (const char* k : {"base_weights", "loss_changes", "split_conditions", "sum_hessian"})
+          numbers(tree.at(k), false, n, at + k);
+        for (const char* k : {"categories", "categories_nodes", "categories_segments", "categories_sizes"})
+          if (tree.contains(k)) numbers(tree[k], true, kAny, at + k);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw damaged(e.what());
+    } catch (const std::logic_error& e) {  // std::stoul on a non-number
+      throw damaged(std::string("a count is not a number: ") + e.what());
+    }
+  }
+
+  // XGBoost loads a booster whose trees point past their nodes, at missing features or in a
+  // cycle, then reads out of bounds (or loops) when predicting: refuse such a file first.
+  void check_trees() const {
+    bst_ulong len = 0;
+    const char* buffer = nullptr;
+    // XGBoost also loads boosters it then cannot save (num_trees disagreeing with the trees).
+    if (XGBoosterSaveModelToBuffer(booster_->get(), R"({"format": "json"})", &len, &buffer) != 0) {
+      std::string why = XGBGetLastError();
+      throw Error(ErrorCode::kParse,
+                  "the XGBoost booster saved in the model file is damaged: " + why.substr(0, why.find('\n')));
+    }
+    nlohmann::json trees;
+    try {
+      trees = nlohmann::json::parse(std::string_view(buffer, len))
+                  .at("learner").at("gradient_booster").at("model").at("trees");
+    } catch (const nlohmann::json::exception&) {
+      return;  // not a gbtree layout: nothing of ours to check
+    }
+    auto damaged = [](std::size_t tree, const std::string& why) {
+      return Error(ErrorCode::kParse, "the XGBoost booster saved in the model file is damaged: tree " +
+                                          std::to_string(tree) + ": " + why);
+    };
+    for (std::size_t t = 0; t < trees.size(); ++t) {
+      std::vector<std::int64_t> left, right, feature;
+      try {
+        left = trees[t].at("left_children").get<std::vector<std::int64_t>>();
+        right = trees[t].at("right_children").get<std::vector<std::int64_t>>();
+        feature = trees[t].at("split_indices").get<std::vector<std::int64_t>>();
+      } catch (const nlohmann::json::exception& e) {
+        throw damaged(t, e.what());
+      }
+      const std::size_t n = left.size();
+      if (n == 0 || right.size() != n || feature.size() != n) throw damaged(t, "node arrays of different lengths");
+      std::vector<char> seen(n, 0);
+      std::vector<std::size_t> todo{0};
+      while (!todo.empty()) {
+        const std::size_t i = todo.back();
+        todo.pop_back();
+        if (seen[i]++) throw damaged(t, "node " + std::to_string(i) + " is reached twice (a cycle)");
+        if (left[i] == -1) continue;  // a leaf
+        for (const std::int64_t child : {left[i], right[i]})
+          if (child < 0 || static_cast<std::size_t>(child) >= n)
+            throw damaged(t, "node " + std::to_string(i) + " has child " + std::to_string(child) + " of " +
+                                 std::to_string(n) + " nodes");
+        // XGBoost's predictor takes the right child as left + 1 (GetNextNode): anything else
+        // walks past the tree (a hang or SEGV found by fuzz_model with the children swapped).
+        if (right[i] != left[i] + 1)
+          throw damaged(t, "node " + std::to_string(i) + " has children " + std::to_string(left[i]) + " and " +
+                               std::to_string(right[i]) + ", not adjacent");
+        if (feature[i] < 0 || static_cast<std::size_t>(feature[i]) >= cols_)
+          throw damaged(t, "node " + std::to_string(i) + " splits on feature " + std::to_string(feature[i]) +
+                               " of " + std::to_string(cols_));
+        todo.push_back(static_cast<std::size_t>(left[i]));
+        todo.push_back(static_cast<std::size_t>(right[i]));
+      }
+    }
+  }
 
   void compile(const Matrix* check_rows) {
     native_ = false;
@@ -286,6 +439,7 @@ class XgbLearner final : public Learner {
 class RidgeLearner final : public Learner {
  public:
   std::string name() const override { return "ridge"; }
+  std::size_t columns_read() const override { return coef_.size(); }
 
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t) override {
     scaler_.fit(x);
@@ -353,6 +507,9 @@ class KnnLearner final : public Learner {
  public:
   explicit KnnLearner(const LearnerConfig& c) : k_(std::max(1, c.knn_k)), columns_(c.knn_columns) {}
   std::string name() const override { return "knn"; }
+  std::size_t columns_read() const override {
+    return columns_.empty() ? 0 : *std::max_element(columns_.begin(), columns_.end()) + 1;
+  }
 
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t) override {
     if (columns_.empty()) {
@@ -438,11 +595,11 @@ class KnnLearner final : public Learner {
             {"cols", points_.cols}, {"points", points_.data}, {"y", y_}};
   }
   void from_json(const nlohmann::json& j) override {
-    k_ = j.at("k").get<int>();
-    columns_ = j.at("columns").get<std::vector<std::size_t>>();
+    k_ = json_integer<int>(j.at("k"));
+    columns_ = json_integers<std::size_t>(j.at("columns"));
     scaler_.from_json(j.at("scaler"));
-    points_.rows = j.at("rows").get<std::size_t>();
-    points_.cols = j.at("cols").get<std::size_t>();
+    points_.rows = json_integer<std::size_t>(j.at("rows"));
+    points_.cols = json_integer<std::size_t>(j.at("cols"));
     points_.data = j.at("points").get<std::vector<double>>();
     y_ = j.at("y").get<std::vector<double>>();
     if (k_ < 1 || points_.data.size() != points_.rows * points_.cols || y_.size() != points_.rows ||
@@ -532,6 +689,7 @@ class ExtraTreesLearner final : public Learner {
       : trees_wanted_(std::max(1, c.trees)), min_leaf_(std::max(1, c.tree_min_leaf)),
         threads_(std::max(1, c.threads)), max_features_(c.tree_max_features) {}
   std::string name() const override { return "extra_trees"; }
+  std::size_t columns_read() const override { return cols_; }
 
   struct Node {
     int feature = -1;  // -1: leaf
@@ -651,15 +809,15 @@ class ExtraTreesLearner final : public Learner {
   }
 
   void from_json(const nlohmann::json& j) override {
-    cols_ = j.at("columns").get<std::size_t>();
+    cols_ = json_integer<std::size_t>(j.at("columns"));
     fill_ = j.at("fill").get<std::vector<double>>();
-    min_leaf_ = j.at("min_leaf").get<int>();
+    min_leaf_ = json_integer<int>(j.at("min_leaf"));
     trees_.clear();
     for (const auto& tj : j.at("trees")) {
-      const auto f = tj.at("feature").get<std::vector<int>>();
+      const auto f = json_integers<int>(tj.at("feature"));
       const auto t = tj.at("threshold").get<std::vector<double>>();
-      const auto l = tj.at("left").get<std::vector<int>>();
-      const auto r = tj.at("right").get<std::vector<int>>();
+      const auto l = json_integers<int>(tj.at("left"));
+      const auto r = json_integers<int>(tj.at("right"));
       const auto v = tj.at("value").get<std::vector<double>>();
       const std::size_t n = f.size();
       if (n == 0 || t.size() != n || l.size() != n || r.size() != n || v.size() != n)
@@ -1017,6 +1175,10 @@ class KernelRidgeLearner final : public Learner {
       out += alpha_[j] * kernel_value(d2, inv_l2, matern_);
     }
     return out;
+  }
+
+  std::size_t columns_read() const override {
+    return columns_.empty() ? 0 : *std::max_element(columns_.begin(), columns_.end()) + 1;
   }
 
   nlohmann::json to_json() const override {

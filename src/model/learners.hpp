@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,31 @@ struct Standardizer {
   void from_json(const nlohmann::json& j);
 };
 
+// Integers from a model file: nlohmann's get<int>() casts a float such as -1.5 to size_t
+// (undefined behaviour, found by fuzz_model); these require an integer that fits.
+template <typename T>
+[[nodiscard]] T json_integer(const nlohmann::json& j) {
+  using L = std::numeric_limits<T>;
+  if (j.is_number_unsigned()) {
+    const auto v = j.get<std::uint64_t>();
+    if (v <= static_cast<std::uint64_t>(L::max())) return static_cast<T>(v);
+  } else if (j.is_number_integer()) {
+    const auto v = j.get<std::int64_t>();
+    if (v >= 0 ? static_cast<std::uint64_t>(v) <= static_cast<std::uint64_t>(L::max())
+               : L::is_signed && v >= static_cast<std::int64_t>(L::min()))
+      return static_cast<T>(v);
+  }
+  throw nlohmann::json::type_error::create(302, "expected an integer in range, got " + j.dump().substr(0, 40), &j);
+}
+template <typename T>
+[[nodiscard]] std::vector<T> json_integers(const nlohmann::json& j) {
+  if (!j.is_array()) throw nlohmann::json::type_error::create(302, "expected an array of integers", &j);
+  std::vector<T> out;
+  out.reserve(j.size());
+  for (const auto& x : j) out.push_back(json_integer<T>(x));
+  return out;
+}
+
 class Learner {
  public:
   virtual ~Learner() = default;
@@ -39,6 +65,9 @@ class Learner {
   virtual void predict_many(const Matrix& x, std::span<double> out) const;
   [[nodiscard]] virtual nlohmann::json to_json() const = 0;
   virtual void from_json(const nlohmann::json& j) = 0;
+  // How many leading columns of a row predict() reads: a loaded state must not read past
+  // the schema's row (checked by the model loader).
+  [[nodiscard]] virtual std::size_t columns_read() const = 0;
 };
 
 struct LearnerConfig {

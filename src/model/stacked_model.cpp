@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/read_file.hpp"
 #include "learners.hpp"
 #include "pair_features.hpp"
 
@@ -92,22 +93,22 @@ nlohmann::json options_to_json(const FitOptions& o) {
 
 FitOptions options_from_json(const nlohmann::json& j) {
   FitOptions o;
-  o.seed = j.at("seed").get<std::uint64_t>();
-  o.folds = j.at("folds").get<int>();
+  o.seed = json_integer<std::uint64_t>(j.at("seed"));
+  o.folds = json_integer<int>(j.at("folds"));
   o.group_folds_by_model = j.at("group_folds_by_model").get<bool>();
   o.include_memory_features = j.at("include_memory_features").get<bool>();
   o.residual_over_prior = j.at("residual_over_prior").get<bool>();
   o.meta_gpu_folds = j.at("meta_gpu_folds").get<bool>();
   o.interval_level = j.at("interval_level").get<double>();
-  o.xgb_rounds = j.at("xgb_rounds").get<int>();
-  o.xgb_max_depth = j.at("xgb_max_depth").get<int>();
+  o.xgb_rounds = json_integer<int>(j.at("xgb_rounds"));
+  o.xgb_max_depth = json_integer<int>(j.at("xgb_max_depth"));
   o.xgb_eta = j.at("xgb_eta").get<double>();
-  o.trees = j.at("trees").get<int>();
-  o.tree_min_leaf = j.at("tree_min_leaf").get<int>();
+  o.trees = json_integer<int>(j.at("trees"));
+  o.tree_min_leaf = json_integer<int>(j.at("tree_min_leaf"));
   o.tree_max_features = j.at("tree_max_features").get<double>();
-  o.knn_k = j.at("knn_k").get<int>();
+  o.knn_k = json_integer<int>(j.at("knn_k"));
   o.kernel_ridge = j.at("kernel_ridge").get<bool>();
-  o.threads = j.at("threads").get<int>();
+  o.threads = json_integer<int>(j.at("threads"));
   return o;
 }
 
@@ -682,12 +683,22 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     throw Error(ErrorCode::kParse,
                 std::string("not a valid model file (corrupt or truncated JSON): ") + e.what(),
                 {name, line, col, ""});
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but a number no double holds ("1e400": out_of_range.406), reported
+    // without a byte offset: locate the number it quotes.
+    const std::string what = e.what();
+    const std::size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    std::size_t at = std::string_view::npos;
+    if (q1 != std::string::npos && q2 > q1 + 1) at = text.find(std::string_view(what).substr(q1 + 1, q2 - q1 - 1));
+    std::uint32_t col = 0;
+    const std::size_t line = at == std::string_view::npos ? 0 : line_of(text, at, col);
+    throw Error(ErrorCode::kParse, std::string("not a valid model file: ") + what, {name, line, col, ""});
   }
   try {
     if (!j.is_object() || j.value("format", "") != kFormatName)
       throw Error(ErrorCode::kParse, "not an epochcast model file (no \"format\": \"" +
                                          std::string(kFormatName) + "\")", {name, 1, 1, "format"});
-    const int version = j.at("version").get<int>();
+    const int version = json_integer<int>(j.at("version"));
     if (version != kModelFormatVersion)
       throw Error(ErrorCode::kSchemaMismatch,
                   "model file '" + name + "' has format version " + std::to_string(version) +
@@ -709,6 +720,13 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     for (const auto& lj : j.at("learners")) {
       auto l = make_learner(lj.at("name").get<std::string>(), config);
       l->from_json(lj.at("state"));
+      // A state that reads past the schema's row would read out of bounds at predict.
+      if (const std::size_t width = pair_feature_names(m.options_.include_memory_features).size();
+          l->columns_read() > width)
+        throw Error(ErrorCode::kParse,
+                    "learner '" + l->name() + "' reads " + std::to_string(l->columns_read()) +
+                        " feature columns, the schema has " + std::to_string(width),
+                    {name, 0, 0, "learners"});
       m.learners_.push_back(std::move(l));
     }
     m.meta_weights_ = j.at("meta_weights").get<std::vector<double>>();
@@ -732,7 +750,7 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       throw Error(ErrorCode::kParse, "bad interval half width", {name, 0, 0, "interval"});
     const auto& t = j.at("training");
     m.dataset_source_ = t.at("dataset").get<std::string>();
-    m.training_pairs_ = t.at("pairs").get<std::size_t>();
+    m.training_pairs_ = json_integer<std::size_t>(t.at("pairs"));
     m.source_gpus_ = t.at("source_gpus").get<std::vector<std::string>>();
     m.target_gpus_ = t.at("target_gpus").get<std::vector<std::string>>();
     m.feature_min_ = doubles_from_json(t.at("feature_min"));
@@ -751,13 +769,11 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
   }
 }
 
+constexpr std::uint64_t kMaxModelFileBytes = std::uint64_t{256} << 20;
+
 StackedModel load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot open model file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, "read error in model file '" + path + "'");
-  return model_from_json(ss.str(), path);
+  // A default-options model is a few MB; the cap stops /dev/zero or a wrong huge file.
+  return model_from_json(read_file_capped(path, kMaxModelFileBytes, "model file"), path);
 }
 
 // ---- default model ----

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/read_file.hpp"
 
 namespace epochcast {
 
@@ -175,12 +176,7 @@ PriceCatalog parse_price_catalog(std::string_view content, const std::string& na
 }
 
 PriceCatalog load_price_catalog(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open price catalog '{}'", path));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, fmt::format("cannot read price catalog '{}'", path));
-  return parse_price_catalog(buffer.str(), path);
+  return parse_price_catalog(read_file_capped(path, 16 << 20, "price catalog"), path);
 }
 
 std::string default_price_catalog_path() {

@@ -82,7 +82,7 @@ ModelValidation load_validation(const std::string& path, const StackedModel& mod
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for "1e400"
     throw Error(ErrorCode::kParse, fmt::format("not JSON: {}", e.what()), {path, 0, 0, ""});
   }
   if (!j.is_object() || !j.contains("protocols") || !j["protocols"].is_array())

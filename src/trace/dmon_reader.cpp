@@ -53,8 +53,9 @@ void TraceParser::dmon_header(std::string_view text) {
   busy_slot_ = -1;
   std::vector<std::string> ignored;
   // Tokens after "#Entity" (or "# Entity"), with their byte offsets for the units row.
-  std::size_t pos = text.find("Entity");
-  if (pos == std::string_view::npos) pos = text.find("ENTITY");
+  // The line starts "#Entity" or "# Entity" in any case (dmon_line checked): skip to after it.
+  std::size_t pos = text.find('#') + 1;
+  while (pos < text.size() && detail::is_space(text[pos])) ++pos;
   pos += 6;
   while (pos < text.size()) {
     while (pos < text.size() && detail::is_space(text[pos])) ++pos;
@@ -188,7 +189,7 @@ void TraceParser::dmon_row(std::string_view text) {
     } else if (std::isnan(v)) {
       ++missing_values_;
     } else {
-      v *= col.header_factor;
+      v = converted(v, col.header_factor, col, text, f, f);
     }
     row_[static_cast<std::size_t>(col.slot)] = v;
   }

@@ -145,7 +145,7 @@ double TraceParser::smi_value(Column& col, std::string_view text, std::string_vi
       fail_at(field, text, col.name,
               fmt::format("value '{}' lacks its unit '{}' (line cut short?)", printable(t), col.header_unit));
     if (col.values_have_units < 0) col.values_have_units = 0;
-    return v * col.header_factor;
+    return converted(v, col.header_factor, col, field, text, t);
   }
   if (col.values_have_units < 0) col.values_have_units = 1;
   if (rest != col.last_value_unit) {
@@ -157,7 +157,18 @@ double TraceParser::smi_value(Column& col, std::string_view text, std::string_vi
     col.last_value_unit = std::string(rest);
     col.last_value_factor = *f;
   }
-  return v * col.last_value_factor;
+  return converted(v, col.last_value_factor, col, field, text, t);
+}
+
+// A finite value can overflow on conversion ("1e308 GiB"): an error, like "inf" itself.
+double TraceParser::converted(double v, double factor, const Column& col, std::string_view line,
+                              std::string_view at, std::string_view value) const {
+  const double out = v * factor;
+  if (!std::isfinite(out))
+    fail_at(line, at, col.name,
+            fmt::format("value '{}' is out of range in {}", printable(value),
+                        col.canonical_unit.empty() ? "its unit" : col.canonical_unit));
+  return out;
 }
 
 void TraceParser::smi_row(std::string_view text) {

@@ -426,9 +426,11 @@ Trace TraceParser::build_impl(bool steal) const {
       ++d.repeated_timestamps;
     } else if (raw < prev) {
       ++d.backward_steps;
-      const double shift = prev - raw + last_dt;
-      offset += shift;
-      raw += shift;
+      // Place the sample one interval after the last (exactly: raw + (prev - raw) can round
+      // below prev, and a time axis going back by 1e-17 s breaks monotonicity).
+      const double rebased = prev + last_dt;
+      offset += rebased - raw;
+      raw = rebased;
     } else {
       last_dt = raw - prev;
     }

@@ -73,6 +73,8 @@ class TraceParser {
   void smi_header(std::string_view text, bool from_fields);
   void smi_row(std::string_view text);
   double smi_value(Column& col, std::string_view text, std::string_view field);
+  double converted(double v, double factor, const Column& col, std::string_view line, std::string_view at,
+                   std::string_view value) const;
   // dcgmi dmon
   void dmon_line(std::string_view text);
   void dmon_header(std::string_view text);

@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/epoch/synthetic.hpp"
+#include "epochcast/trace/read.hpp"
 
 namespace epochcast {
 namespace {
@@ -161,6 +163,26 @@ TEST(BadInput, MismatchedChannelLengthIsSkipped) {
   s.trace.find(Metric::kMemUsed)->values.resize(5);  // a malformed channel from a buggy caller
   const auto seg = detect_epochs(s.trace);
   EXPECT_TRUE(seg.found) << seg.reason;
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_trace): one row stamped days early re-bases the clock, the
+// next row jumps back, and 121 samples spanned a grid of millions of points (8.6 M here, 56 M
+// for 65 days: 13 s of CPU under ASan). Now refused before the grid is built.
+TEST(BadInput, ClockStepOfDaysIsMostlyGapsNotAHugeGrid) {
+  std::string csv = "timestamp, utilization.gpu [%], power.draw [W]\n";
+  auto row = [&](const char* day, int tenths) {
+    char line[96];
+    std::snprintf(line, sizeof line, "2026/11/%s 15:23:%02d.%d00, %d %%, %d.5 W\n", day, 10 + tenths / 10,
+                  tenths % 10, tenths % 40 < 30 ? 97 : 5, 200 + tenths % 40);
+    csv += line;
+  };
+  for (int i = 0; i < 60; ++i) row("30", i);
+  row("20", 60);
+  for (int i = 61; i < 121; ++i) row("30", i);
+  const Trace t = read_trace_from_string(csv, "step.smi.csv");
+  ASSERT_EQ(t.size(), 121u);
+  ASSERT_GT(t.duration_s(), 8 * 86400.0);  // the reader kept the jump as a gap
+  expect_abstains(detect_epochs(t), "mostly gaps: 121 samples");
 }
 
 }  // namespace

@@ -235,5 +235,47 @@ TEST(DatasetBadInput, TruncatedRowUnknownGpuAndEmptyFile) {
   EXPECT_THROW((void)load_dataset("/nonexistent.csv", load_gpu_catalog(kCatalog)), Error);
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_tables): a dataset cell is echoed into the error, so a
+// 5000-byte GPU label made a 5 KB message and an escape sequence reached the terminal raw.
+TEST(DatasetBadInput, EchoedCellsAreBoundedAndEscaped) {
+  Sample s = sample(1);
+  auto c = cells(s.rows[0]);
+  c[0] = std::string(5000, 'x');
+  try {
+    (void)load_text(s.header + "\n" + join(c) + "\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 2u);
+    EXPECT_EQ(e.where().field, "Instances");
+    EXPECT_LT(std::string(e.what()).size(), 2200u);
+    EXPECT_NE(std::string(e.what()).find("bytes in all)"), std::string::npos);
+  }
+  c[0] = "p\x1b[31m";
+  try {
+    (void)load_text(s.header + "\n" + join(c) + "\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown GPU 'p\\x1b[31m'"), std::string::npos) << e.what();
+  }
+}
+
+// Found with the CLI (`fit --data /dev/zero`): one endless line was buffered until memory ran
+// out (1 GB), then reported as "empty dataset". Now a line past 1 MiB is refused at once.
+TEST(DatasetBadInput, EndlessLineIsRefusedAtOneMebibyte) {
+  try {
+    (void)load_dataset("/dev/zero", load_gpu_catalog(kCatalog));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "/dev/zero");
+    EXPECT_EQ(e.where().line, 1u);
+    EXPECT_NE(e.detail().find("longer than 1 MiB"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)load_gpu_catalog("/dev/zero"), Error);
+  // A last line without a newline is still read.
+  Sample s = sample(2);
+  EXPECT_EQ(load_text(s.header + "\n" + s.rows[0] + "\n" + s.rows[1]).rows.size(), 2u);
+}
+
 }  // namespace
 }  // namespace epochcast

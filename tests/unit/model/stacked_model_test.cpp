@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -164,6 +165,167 @@ TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
   EXPECT_THROW((void)model_from_json(j.dump(), "negative-unseen.json"), Error);
   EXPECT_THROW((void)model_from_json("[1,2,3]", "array.json"), Error);
   EXPECT_THROW((void)load_model("/nonexistent/model.json"), Error);
+  // Found by fuzzing (tests/fuzz/fuzz_model): a number no double holds is not a JSON syntax
+  // error but nlohmann's out_of_range, which escaped the loader (the CLI said "internal").
+  try {
+    (void)model_from_json("{\"format\": \"epochcast-model\",\n  \"version\": 2e400}", "overflow.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "overflow.json");
+    EXPECT_EQ(e.where().line, 2u);
+    EXPECT_EQ(e.where().column, 14u);
+  }
+  // An endless file (found with `predict --model /dev/zero`) stops at the size cap.
+  try {
+    (void)load_model("/dev/zero");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_NE(std::string(e.what()).find("model file is larger than 256 MiB"), std::string::npos) << e.what();
+  }
+}
+
+// Found by reading for the fuzzer (tests/fuzz/fuzz_model): a learner state whose sizes agree
+// with each other but not with the schema loaded, and predict() then read past the feature
+// row (kNN column 10000 crashed `predict`; ridge and extra trees wider than the row).
+TEST_F(Fixture, LearnerStateWiderThanTheSchemaIsRefused) {
+  const nlohmann::json good = nlohmann::json::parse(model_to_json(*model));
+  auto expect_refused = [](const nlohmann::json& j, const std::string& learner) {
+    try {
+      (void)model_from_json(j.dump(), "wide.json");
+      FAIL() << learner;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_EQ(e.where().file, "wide.json");
+      EXPECT_EQ(e.where().field, "learners");
+      EXPECT_NE(std::string(e.what()).find("learner '" + learner + "' reads"), std::string::npos) << e.what();
+    }
+  };
+  ASSERT_EQ(good["learners"][2]["name"], "knn");
+  nlohmann::json j = good;
+  j["learners"][2]["state"]["columns"][0] = 10000;
+  expect_refused(j, "knn");
+  j = good;
+  ASSERT_EQ(j["learners"][1]["name"], "ridge");
+  auto& ridge = j["learners"][1]["state"];
+  for (int i = 0; i < 50; ++i) {
+    ridge["coef"].push_back(0.5);
+    ridge["scaler"]["mean"].push_back(0.0);
+    ridge["scaler"]["scale"].push_back(1.0);
+  }
+  expect_refused(j, "ridge");
+  j = good;
+  ASSERT_EQ(j["learners"][3]["name"], "extra_trees");
+  auto& trees = j["learners"][3]["state"];
+  const std::size_t wide = trees["columns"].get<std::size_t>() + 50;
+  trees["columns"] = wide;
+  trees["fill"] = std::vector<double>(wide, 0.0);
+  expect_refused(j, "extra_trees");
+  // XGBoost's `columns` disagreeing with its own booster gave an internal error carrying
+  // XGBoost's stack trace; now a parse error.
+  // Found by fuzz_model (UBSan): nlohmann casts -1.5 to size_t; integers must be integers.
+  for (const auto& [learner, field] : std::vector<std::pair<int, std::string>>{{2, "rows"}, {0, "columns"}, {3, "min_leaf"}}) {
+    j = good;
+    j["learners"][learner]["state"][field] = -1.50226;
+    try {
+      (void)model_from_json(j.dump(), "float.json");
+      FAIL() << field;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("expected an integer in range"), std::string::npos) << e.what();
+    }
+  }
+  j = good;
+  j["learners"][0]["state"]["columns"] = 100000;
+  try {
+    (void)model_from_json(j.dump(), "wide.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the saved booster has"), std::string::npos) << e.what();
+  }
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_model): XGBoost loads a booster whose tree points past its
+// nodes and then reads out of bounds predicting (SEGV inside libxgboost); a cycle would loop.
+TEST_F(Fixture, XGBoostTreesPointingOutsideThemselvesAreRefused) {
+  const nlohmann::json good = nlohmann::json::parse(model_to_json(*model));
+  ASSERT_EQ(good["learners"][0]["name"], "xgboost");
+  auto with_tree = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    nlohmann::json booster = nlohmann::json::parse(j["learners"][0]["state"]["buffer"].get<std::string>());
+    nlohmann::json& tree = booster["learner"]["gradient_booster"]["model"]["trees"][0];
+    ASSERT_GE(tree["left_children"].size(), 3u);
+    ASSERT_NE(tree["left_children"][0], -1);
+    edit(tree);
+    j["learners"][0]["state"]["buffer"] = booster.dump();
+    try {
+      (void)model_from_json(j.dump(), "tree.json");
+      FAIL() << tree.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_EQ(e.where().file, "tree.json");
+      EXPECT_NE(std::string(e.what()).find("booster saved in the model file is damaged"), std::string::npos)
+          << e.what();
+    }
+  };
+  with_tree([](nlohmann::json& t) { t["right_children"][0] = t["left_children"].size() + 1; });
+  with_tree([](nlohmann::json& t) { t["split_indices"][0] = 100000; });
+  with_tree([](nlohmann::json& t) {  // children swapped: XGBoost walks to left + 1 (a hang in release)
+    std::swap(t["left_children"][0], t["right_children"][0]);
+  });
+  with_tree([](nlohmann::json& t) {  // node 1 becomes a split whose children lead back to the root
+    t["left_children"][1] = 0;
+    t["right_children"][1] = 0;
+  });
+  // Found by fuzz_model: XGBoost's JSON reader takes "[0,00,]" and a string where it expects
+  // an integer, then dereferences garbage (SEGV in libxgboost while loading).
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"tree_info\":[", "\"tree_info\":[00,"}, {"\"tree_info\":[", "\"tree_info\":[\"x\","},
+           {"\"left_children\":[", "\"left_children\":[1.5,"}, {"\"id\":2,", "\"id\":1,"}}) {
+    nlohmann::json j = good;
+    std::string buffer = j["learners"][0]["state"]["buffer"].get<std::string>();
+    const std::size_t at = buffer.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    buffer.replace(at, from.size(), to);
+    j["learners"][0]["state"]["buffer"] = buffer;
+    try {
+      (void)model_from_json(j.dump(), "xgbjson.json");
+      FAIL() << to;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+    }
+  }
+  // Found by fuzz_model: XGBoost loads size_leaf_vector 5 but refuses it when predicting
+  // (an internal error at predict before); now refused at load.
+  {
+    nlohmann::json j = good;
+    nlohmann::json booster = nlohmann::json::parse(j["learners"][0]["state"]["buffer"].get<std::string>());
+    booster["learner"]["gradient_booster"]["model"]["gbtree_model_param"]["size_leaf_vector"] = "5";
+    j["learners"][0]["state"]["buffer"] = booster.dump();
+    try {
+      (void)model_from_json(j.dump(), "leafvec.json");
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+    }
+  }
+  // Also found by fuzz_model: a tree count that disagrees with the trees loads, but XGBoost
+  // then cannot save it (an internal error before).
+  nlohmann::json j = good;
+  nlohmann::json booster = nlohmann::json::parse(j["learners"][0]["state"]["buffer"].get<std::string>());
+  booster["learner"]["gradient_booster"]["model"]["gbtree_model_param"]["num_trees"] = "0";
+  j["learners"][0]["state"]["buffer"] = booster.dump();
+  try {
+    (void)model_from_json(j.dump(), "count.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+    EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Fixture, DeterministicGivenASeed) {
@@ -355,6 +517,8 @@ TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
   bad = nlohmann::json::parse(text);
   bad["learners"][0]["state"]["columns"][0] = 68;  // not the columns the schema gives it
   EXPECT_THROW((void)model_from_json(bad.dump(), "kernelcolumns.json"), Error);
+  bad["learners"][0]["state"]["columns"][0] = 10000;  // past the feature row
+  EXPECT_THROW((void)model_from_json(bad.dump(), "kernelwide.json"), Error);
 }
 
 // The prior falls back when utilisation channels are missing instead of turning NaN.

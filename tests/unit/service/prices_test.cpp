@@ -112,6 +112,14 @@ TEST(PriceCatalog, MissingColumnAndEmptyFileAreParseErrors) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kIo);
   }
+  // Found with the CLI (`predict --prices /dev/zero`): "out of memory", exit 70, after 2 GB.
+  try {
+    (void)load_price_catalog("/dev/zero");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_NE(std::string(e.what()).find("price catalog is larger than 16 MiB"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

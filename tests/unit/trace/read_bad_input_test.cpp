@@ -160,6 +160,37 @@ TEST(BadInput, HugeNumbersNaNAndInfinity) {
   EXPECT_TRUE(std::isnan(t.find(Metric::kPower)->values[1]));
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_trace): a finite value that overflows when converted to
+// the canonical unit was stored as +inf, which the reader otherwise refuses.
+TEST(BadInput, ValueOverflowingOnUnitConversionIsAnError) {
+  const std::string header_unit = "timestamp, memory.used [GiB]\n2026/11/30 10:00:00.000, 1\n";
+  try {
+    (void)read_trace_from_string(header_unit + "2026/11/30 10:00:00.100, 1e308\n", "gib.csv");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().line, 3u);
+    EXPECT_EQ(e.where().field, "memory.used [GiB]");
+    EXPECT_NE(e.detail().find("out of range"), std::string::npos) << e.what();
+  }
+  const std::string value_unit = "timestamp, memory.used [MiB]\n2026/11/30 10:00:00.000, 1 GiB\n";
+  try {
+    (void)read_trace_from_string(value_unit + "2026/11/30 10:00:00.100, 1e308 GiB\n", "gib2.csv");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 3u);
+    EXPECT_EQ(e.where().column, 26u);
+  }
+  // Lenient mode skips the row instead.
+  ReadOptions lenient;
+  lenient.lenient = true;
+  const Trace t = read_trace_from_string(value_unit + "2026/11/30 10:00:00.100, 1e308 GiB\n2026/11/30 10:00:00.200, 2 GiB\n",
+                                         "gib3.csv", lenient);
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.diagnostics.rows_skipped, 1u);
+  EXPECT_EQ(t.find(Metric::kMemUsed)->values[1], 2048.0);
+}
+
 TEST(BadInput, MissingFileIsAnIoError) {
   try {
     (void)read_trace(kBad + "does-not-exist.csv");

@@ -64,6 +64,19 @@ TEST(ReadDmon, TimestampPrefixedRows) {
   EXPECT_EQ(t.first_timestamp, "2026-11-30 10:00:00.000");
 }
 
+// Found while reading for the fuzzer: a lower-case "#entity" header is recognised, but the
+// column names were taken from byte 5 (a size_t wrapped past npos), inventing a column "ty"
+// and failing every row with "wrong column count (2, expected 3)".
+TEST(ReadDmon, HeaderKeywordInAnyCase) {
+  for (const char* header : {"#entity   GPUTL  POWER", "# ENTITY  GPUTL  POWER", "  #eNtItY GPUTL  POWER"}) {
+    const std::string log = std::string(header) + "\nID               W\nGPU 0     97     312.4\nGPU 0     95     300.5\n";
+    const Trace t = read_trace_from_string(log, "case.dmon");
+    ASSERT_EQ(t.size(), 2u) << header;
+    ASSERT_EQ(t.channels.size(), 2u) << header;
+    EXPECT_EQ(t.find(Metric::kPower)->values[1], 300.5) << header;
+  }
+}
+
 TEST(ReadDmon, UnknownUnitInUnitsRowIsRejected) {
   const std::string log = "#Entity   GPUTL  POWER\nID               furlong\nGPU 0     97     312.4\n";
   try {

@@ -185,6 +185,20 @@ TEST(ReadSmi, ClockStepsRepeatsAndMidnightAreCountedAndAxisStaysMonotone) {
   EXPECT_NEAR(t.time_s[2], 1.0, 1e-9);
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_trace, minimised): re-basing a backward step as
+// raw + (prev - raw) rounded to 0.3999999999999999 after 0.4, so time went back 6e-17 s.
+TEST(ReadSmi, BackwardStepRebaseIsExactlyMonotone) {
+  const Trace t = read_trace_from_string("timestamp, memory.used\n3.4, 7\n2, 7\n", "step.csv");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.diagnostics.backward_steps, 1u);
+  EXPECT_GE(t.time_s[1], t.time_s[0]);
+  const Trace u = read_trace_from_string(
+      "timestamp, memory.used\n1764516173.1, 7\n1764516173.3, 7\n1764516000.7, 7\n1764516173.9, 7\n", "step2.csv");
+  ASSERT_EQ(u.size(), 4u);
+  for (std::size_t i = 1; i < u.size(); ++i) EXPECT_GE(u.time_s[i], u.time_s[i - 1]) << i;
+  EXPECT_NEAR(u.time_s[2], 0.4, 1e-6);  // one interval (0.2 s) after the last good sample
+}
+
 // Zone-less timestamps follow the machine's TZ rules, including a DST jump (POSIX TZ string,
 // so no tzdata is needed).
 TEST(ReadSmi, LocalTimeFollowsTzRulesAcrossDaylightSaving) {

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds seed corpora from the repo's real files and runs each libFuzzer target for SECONDS
+# (default 120) under ASan+UBSan. Needs the build from docs/HACKING.md (build-fuzz).
+# Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]   (targets: trace tables model prometheus)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${1:-120}; shift || true
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(trace tables model prometheus)
+B=${FUZZ_BUILD:-build-fuzz}
+W=$B/fuzz-work
+shared=../shared/traces/h200
+mkdir -p "$W"
+
+# seed NAME SELECTOR_BYTE FILE [MAX_BYTES]: the file's head (whole lines) behind a selector byte.
+seed() {
+  local dir=$W/seeds-$1 max=${4:-16000}
+  mkdir -p "$dir"
+  { printf "\\x$2"
+    if [ "$(stat -c %s "$3")" -gt "$max" ]; then head -c "$max" "$3" | sed '$d'; else cat "$3"; fi
+  } > "$dir/$(basename "$3").$2"
+}
+
+if [[ " ${targets[*]} " == *" trace "* ]]; then
+  for f in tests/data/h200/*.csv tests/data/dcgmi/*.log tests/data/prometheus/*.csv tests/data/bad/*.csv \
+           tests/data/bad/*.log $shared/*.csv; do
+    [ -f "$f" ] || continue
+    for sel in 00 01 80 21; do seed trace $sel "$f" 6000; done
+  done
+  seed trace 40 tests/data/bad/header_only.smi.csv   # --fields with a header
+fi
+if [[ " ${targets[*]} " == *" tables "* ]]; then
+  seed tables 00 data/nvidiasmi_devicequery_all.csv 20000
+  seed tables 04 data/nvidiasmi_devicequery_all.csv 20000
+  seed tables 01 data/gpus.csv
+  seed tables 02 data/prices.csv
+fi
+if [[ " ${targets[*]} " == *" model "* ]]; then
+  mkdir -p "$W/seeds-model"
+  # A small model (few rounds and trees) keeps each execution fast; the layout is fit -o's.
+  [ -f "$W/seeds-model/small.json" ] || "$B/tests/fuzz/fuzz_model_seed" "$W/seeds-model/small.json"
+fi
+if [[ " ${targets[*]} " == *" prometheus "* ]]; then
+  mkdir -p "$W/seeds-prometheus"
+  python3 - "$W/seeds-prometheus" <<'PY'
+import json, math, sys
+out = sys.argv[1]
+vals = lambda f: [[1764515000 + 0.5 * i, f(i)] for i in range(121)]
+doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+  {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "UUID": "GPU-1", "Hostname": "h", "modelName": "NVIDIA H200"},
+   "values": vals(lambda i: str(97 if i % 16 < 13 else 5))},
+  {"metric": {"gpu": "0", "UUID": "GPU-1"}, "values": vals(lambda i: str(300 + 50 * math.sin(i)))}]}}
+open(out + "/two_series.json", "wb").write(b"\x01" + json.dumps(doc).encode())
+open(out + "/error.json", "wb").write(b"\x07" + b'{"status":"error","errorType":"bad_data","error":"parse error"}')
+open(out + "/times.txt", "wb").write(b"\x06" + b"now-15m")
+PY
+fi
+
+for t in "${targets[@]}"; do
+  mkdir -p "$W/corpus-$t" "$W/crashes-$t"
+  echo "== fuzz_$t for ${secs}s"
+  # -timeout: a small input taking seconds is a hang; -rss_limit_mb: runaway allocation.
+  nice "$B/tests/fuzz/fuzz_$t" "$W/corpus-$t" "$W/seeds-$t" -max_total_time="$secs" -timeout=10 \
+      -rss_limit_mb=3072 -max_len="$([ "$t" = model ] && echo 40000 || echo 20000)" -print_final_stats=1 -artifact_prefix="$W/crashes-$t/" \
+      2>&1 | tee "$W/fuzz_$t.log" | grep -E "^(==|FUZZ|SUMMARY|stat::number_of_executed_units|Done|#[0-9]+ +DONE)|ERROR" || true
+done
