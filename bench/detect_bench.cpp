@@ -1,8 +1,9 @@
 // Epoch detection: speed (Google Benchmark) and accuracy (--eval) in one program.
 //
 //   detect_bench                       speed: 24 h at 10 Hz, 6 channels (864,000 samples each)
-//   detect_bench --eval [--seeds N]    accuracy table: real traces vs truth.json, synthetic slices,
-//                                      ours vs the published detector, confidence calibration
+//   detect_bench --eval [--seeds N] [--only TEXT]   accuracy table: real traces vs truth.json,
+//                                      synthetic slices (--only: those whose name contains TEXT,
+//                                      no real traces), ours vs the published detector, calibration
 //   detect_bench --write-trace FILE    the 24 h trace as canonical CSV (for detect_compare.py)
 //   detect_bench --time-file FILE [--repeat N]   time detect_epochs on a file, print JSON
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -149,6 +151,21 @@ std::vector<Slice> slices() {
   };
   add("launch-bound physical + bumps", physical);
   add("launch-bound physical, null twin", [&](SyntheticSpec& s) { physical(s); s.boundary_signature = false; });
+  // Prometheus read-backs (scrape aliasing): regular timestamps, but each value is the last
+  // jittered scrape before its grid point, so values repeat or are skipped. 1x: the 0.1 s series
+  // scraped every 0.1 s (sd 10 ms); 2x: the base run replayed twice as fast (0.05 s series,
+  // 2.5 s epochs) scraped every 0.1 s (sd 20 ms), so the 0.15 s validation dip is 1-2 read-back
+  // samples; that with 4 epochs; and with a weak (8 %) dip and 0.4 s of busy lead-in before the
+  // first epoch (first iterations, autotuning), so the busy region's start is no boundary.
+  add("scrape aliasing 1x (sd 10 ms)", [](SyntheticSpec& s) { s.scrape_s = 0.1; s.scrape_jitter_s = 0.01; });
+  auto twice = [](SyntheticSpec& s) {
+    s.interval_s = 0.05; s.period_s = 2.5; s.scrape_s = 0.1; s.scrape_jitter_s = 0.02;
+  };
+  add("scrape aliasing 2x (sd 20 ms)", twice);
+  add("scrape aliasing 2x, 4 epochs", [&](SyntheticSpec& s) { twice(s); s.epochs = 4; });
+  add("scrape 2x, 4 ep, 8 % dip, lead-in", [&](SyntheticSpec& s) {
+    twice(s); s.epochs = 4; s.event_depth = 0.08; s.lead_in_s = 0.4; s.warmup_s = 0;
+  });
   return out;
 }
 
@@ -245,7 +262,7 @@ nlohmann::json row_json(const Row& r) {
           {"precision", num(r.precision)}, {"abstention_precision", num(r.abstention_precision)}};
 }
 
-int run_eval(int seeds, const std::string& json_path) {
+int run_eval(int seeds, const std::string& json_path, const std::string& only) {
   nlohmann::json report;
   print_header();
   // (a) real traces.
@@ -254,6 +271,7 @@ int run_eval(int seeds, const std::string& json_path) {
                          "resnet18_32_bs128_cpuloader", "resnet50_224_bs256_bf16", "vgg16_224_bs32_fp32"};
   std::vector<Outcome> ours_real, pub_real;
   for (const char* name : names) {
+    if (!only.empty()) break;  // --only: the named synthetic slices alone
     ReadOptions options;
     options.host_path = dir + name + ".host.csv";
     const Trace trace = read_trace(dir + name + ".smi.csv", options);
@@ -272,6 +290,7 @@ int run_eval(int seeds, const std::string& json_path) {
   std::vector<Outcome> all_ours, all_pub;
   std::vector<std::pair<double, Outcome>> calibration;
   for (const auto& slice : slices()) {
+    if (!only.empty() && slice.name.find(only) == std::string::npos) continue;
     std::vector<Outcome> ours, pub;
     for (int seed = 0; seed < seeds; ++seed) {
       const auto synth = make_synthetic_trace(slice.spec, static_cast<std::uint64_t>(seed) * 7919 + 17);
@@ -400,15 +419,16 @@ int run_null(bool verbose) {
 
 int main(int argc, char** argv) {
   int seeds = 20, repeat = 7;
-  std::string json_path;
+  std::string json_path, only;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[i + 1];
     if (std::strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) seeds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[i + 1];
   }
   try {
     for (int i = 1; i < argc; ++i) {
-      if (std::strcmp(argv[i], "--eval") == 0) return epochcast::run_eval(seeds, json_path);
+      if (std::strcmp(argv[i], "--eval") == 0) return epochcast::run_eval(seeds, json_path, only);
       if (std::strcmp(argv[i], "--null") == 0)
         return epochcast::run_null(i + 1 < argc && std::strcmp(argv[i + 1], "--verbose") == 0);
       if (std::strcmp(argv[i], "--write-trace") == 0 && i + 1 < argc) return epochcast::write_trace(argv[i + 1]);

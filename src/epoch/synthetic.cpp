@@ -45,8 +45,11 @@ Phase phase_at(const Timeline& tl, double t) {
 SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t seed) {
   if (!(spec.interval_s > 0) || !(spec.period_s > 0) || spec.epochs < 1 || spec.epochs > 10'000'000)
     throw Error(ErrorCode::kInvalidArgument, "synthetic spec: interval_s, period_s and epochs must be positive");
-  const double total_s = spec.idle_head_s + spec.warmup_s + spec.period_s * spec.epochs * 1.2 + spec.idle_tail_s;
-  if (total_s / spec.interval_s > 1e8)
+  if (!(spec.scrape_s >= 0) || !(spec.scrape_jitter_s >= 0) || !std::isfinite(spec.scrape_s + spec.scrape_jitter_s))
+    throw Error(ErrorCode::kInvalidArgument, "synthetic spec: scrape_s and scrape_jitter_s must be finite and >= 0");
+  const double total_s = spec.idle_head_s + spec.warmup_s + std::max(0.0, spec.lead_in_s) +
+                         spec.period_s * spec.epochs * 1.2 + spec.idle_tail_s;
+  if (total_s / spec.interval_s > 1e8 || (spec.scrape_s > 0 && total_s / spec.scrape_s > 1e8))
     throw Error(ErrorCode::kInvalidArgument, "synthetic spec: more than 1e8 samples");
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> gauss(0.0, 1.0);
@@ -61,7 +64,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
     t += len + 0.3 + 0.8 * unit(rng);
   }
   tl.train_start = warm0 + spec.warmup_s;
-  double t = tl.train_start;
+  double t = tl.train_start + std::max(0.0, spec.lead_in_s);
   for (int k = 0; k < spec.epochs; ++k) {
     const double d = spec.period_s * std::max(0.5, 1.0 + spec.period_jitter * gauss(rng));
     tl.epochs.push_back({t, t + d});
@@ -116,6 +119,7 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
   tr.gpu = GpuIdentity{0, "Synthetic GPU", ""};
   tr.gpus_in_source = {tr.gpu};
   const double t_first = times.front();
+  double t_first_shift = 0;  // the read-back's first grid point (scrape aliasing)
   tr.start_unix_s = spec.start_unix_s + t_first;
   tr.first_timestamp = fmt::format("{:.3f}", tr.start_unix_s);
   for (std::size_t i = 0; i < times.size(); ++i)
@@ -224,10 +228,44 @@ SyntheticTrace make_synthetic_trace(const SyntheticSpec& spec, std::uint64_t see
     for (std::size_t m = 0; m < v.size(); ++m) ch[m]->push_back(v[m]);
   }
 
+  if (spec.scrape_s > 0) {
+    // Scrapes at a random phase, each jittered, read back on a regular grid from the first sample:
+    // a grid point takes the last scrape at or before it, a scrape the last sample at or before it.
+    std::vector<double> scrapes;
+    const double last = tr.time_s.empty() ? 0.0 : tr.time_s.back();
+    for (double s = spec.scrape_s * unit(rng); s <= last; s += spec.scrape_s)
+      scrapes.push_back(s + spec.scrape_jitter_s * gauss(rng));
+    std::sort(scrapes.begin(), scrapes.end());
+    std::vector<double> grid_t;
+    std::vector<std::size_t> pick;
+    for (double g = 0; g <= last; g += spec.scrape_s) {
+      const auto sc = std::upper_bound(scrapes.begin(), scrapes.end(), g);
+      if (sc == scrapes.begin()) continue;  // no scrape yet: Prometheus has no value there
+      const auto smp = std::upper_bound(tr.time_s.begin(), tr.time_s.end(), *(sc - 1));
+      if (smp == tr.time_s.begin()) continue;
+      grid_t.push_back(g);
+      pick.push_back(static_cast<std::size_t>(smp - tr.time_s.begin()) - 1);
+    }
+    if (grid_t.empty()) throw Error(ErrorCode::kInvalidArgument, "synthetic spec: no scrape inside the trace");
+    // Re-base on the first grid point, as a read-back starts there (truth follows below).
+    const double g0 = grid_t.front();
+    for (auto& c : tr.channels) {
+      std::vector<double> v;
+      v.reserve(pick.size());
+      for (std::size_t j : pick) v.push_back(c.values[j]);
+      c.values = std::move(v);
+    }
+    tr.time_s.clear();
+    for (double g : grid_t) tr.time_s.push_back(g - g0);
+    tr.start_unix_s += g0;
+    tr.first_timestamp = fmt::format("{:.3f}", tr.start_unix_s);
+    t_first_shift = g0;
+  }
+
   out.truth.has_signature = spec.event_depth != 0 && spec.boundary_signature;
   double sum = 0;
   for (const auto& e : tl.epochs) {
-    out.truth.epochs.push_back({e.start_s - t_first, e.end_s - t_first});
+    out.truth.epochs.push_back({e.start_s - t_first - t_first_shift, e.end_s - t_first - t_first_shift});
     sum += e.end_s - e.start_s;
   }
   out.truth.period_s = sum / static_cast<double>(tl.epochs.size());

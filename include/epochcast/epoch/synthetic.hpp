@@ -44,10 +44,19 @@ struct SyntheticSpec {
   double idle_head_s = 8;         // idle before warm-up
   double warmup_s = 3;            // model build / warm-up bursts before the first epoch
   double idle_tail_s = 3;
+  // Busy training-like work between the warm-up and the first epoch's start (first iterations
+  // compiling kernels, cudnn autotune): the busy region then starts before the first boundary.
+  double lead_in_s = 0;
   double missing_fraction = 0;    // samples dropped (NaN) at random
   double missing_run = 1;         // mean length of a missing run, samples
   double time_jitter = 0;         // sampling-time jitter, std as a fraction of interval_s
   double util_step_pct = 1;       // quantisation of utilization readings (nvidia-smi: 1 %)
+  // Prometheus read-back (scrape aliasing): the series above (sampled every interval_s) is
+  // scraped every scrape_s with Gaussian jitter (sd scrape_jitter_s per scrape) and read back on
+  // a regular scrape_s grid, each grid point taking the last scrape at or before it. Timestamps
+  // stay regular; values repeat or are skipped where the jitter crosses the grid. 0: off.
+  double scrape_s = 0;
+  double scrape_jitter_s = 0;
   double start_unix_s = 1.8e9;
 };
 
