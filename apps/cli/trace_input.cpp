@@ -41,9 +41,13 @@ void add_prometheus_options(CLI::App* cmd, TraceInputOptions& opts) {
   cmd->add_option("--start", opts.prometheus_start, "--prometheus: range start (Unix s, RFC 3339 UTC, now-15m)")
       ->needs(url);
   cmd->add_option("--end", opts.prometheus_end, "--prometheus: range end (default: now)")->needs(url);
-  cmd->add_option("--step", opts.prometheus_step, "--prometheus: resolution (1, 0.5, 100ms, 1m)")
+  auto* step = cmd->add_option("--step", opts.prometheus_step, "--prometheus: resolution (1, 0.5, 100ms, 1m)")
+                   ->needs(url)
+                   ->capture_default_str();
+  cmd->add_flag("--raw", opts.prometheus_raw,
+                "--prometheus: every stored scrape at its own timestamp (selectors only; no grid to alias)")
       ->needs(url)
-      ->capture_default_str();
+      ->excludes(step);
   // A trace file becomes optional when --prometheus supplies the trace.
   std::vector<CLI::Option*> positionals;
   for (CLI::Option* o : cmd->get_options())
@@ -97,9 +101,11 @@ Trace load_prometheus_trace(const TraceInputOptions& opts) {
   q.start_unix_s = parse_prometheus_time(opts.prometheus_start, now_s);
   q.end_unix_s = opts.prometheus_end.empty() ? now_s : parse_prometheus_time(opts.prometheus_end, now_s);
   q.step_s = parse_prometheus_duration_s(opts.prometheus_step);
+  q.raw_samples = opts.prometheus_raw;
   if (opts.progress || ::isatty(2))
-    q.on_progress = [](std::size_t done, std::size_t total) {
-      if (total > 1) fmt::print(stderr, "\rquery_range {}/{}{}", done, total, done == total ? "\n" : "");
+    q.on_progress = [raw = q.raw_samples](std::size_t done, std::size_t total) {
+      if (total > 1)
+        fmt::print(stderr, "\r{} {}/{}{}", raw ? "raw samples" : "query_range", done, total, done == total ? "\n" : "");
     };
   return fetch_prometheus_trace(q);
 }

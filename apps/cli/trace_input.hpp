@@ -25,9 +25,10 @@ struct TraceInputOptions {
   std::string prometheus_start;
   std::string prometheus_end;
   std::string prometheus_step = "1";
+  bool prometheus_raw = false;  // --raw: the stored scrapes at their own timestamps
 };
 
-// --prometheus URL (--query PROMQL… | --uuid UUID) --start T [--end T] [--step S]; add_trace_options
+// --prometheus URL (--query PROMQL… | --uuid UUID) --start T [--end T] [--step S | --raw]; add_trace_options
 // calls it. Makes the command's required positional trace optional when --prometheus is given.
 void add_prometheus_options(CLI::App* cmd, TraceInputOptions& opts);
 // Fetches the range the --prometheus options describe (collect stage's fetch_prometheus_trace).

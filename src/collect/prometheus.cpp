@@ -192,44 +192,72 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
   const ServerUrl server = split_url(q.url);
   const std::size_t chunk_points = std::clamp<std::size_t>(q.max_points_per_request, 2, kPrometheusMaxPoints - 1);
   // Every point is held in memory: refuse ranges no trace needs (a year at 1 s is 31.5 M).
+  // Raw mode cannot know the scrape interval before it asks; it counts what comes back.
   constexpr double kMaxRangePoints = 50e6;
   const double range_points = (q.end_unix_s - q.start_unix_s) / q.step_s;
-  if (!(range_points <= kMaxRangePoints))
+  if (!q.raw_samples && !(range_points <= kMaxRangePoints))
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("Prometheus range: {:.3g} points per series at step {} s is more than {:.0f} M; use a larger --step",
                             range_points, q.step_s, kMaxRangePoints / 1e6));
-  const auto total_points = static_cast<std::size_t>(std::floor(range_points + 1e-9)) + 1;
-  const std::size_t chunks = (total_points + chunk_points - 1) / chunk_points;
+  const auto total_points =
+      q.raw_samples ? std::size_t{0} : static_cast<std::size_t>(std::floor(range_points + 1e-9)) + 1;
+  // Raw mode: one instant query of SELECTOR[window] per window (Prometheus returns the stored
+  // samples with their own timestamps); whole seconds, as PromQL durations want them.
+  const double window_s = std::max(1.0, std::ceil(q.raw_window_s));
+  const std::size_t chunks =
+      q.raw_samples ? static_cast<std::size_t>(std::ceil((q.end_unix_s - q.start_unix_s) / window_s))
+                    : (total_points + chunk_points - 1) / chunk_points;
 
   std::vector<std::pair<std::optional<Metric>, std::string>> queries;
   if (!q.uuid.empty()) queries.emplace_back(std::nullopt, prometheus_selector_for_uuid(q.uuid));
   for (const auto& text : q.queries) queries.push_back(split_named_query(text));
+  if (q.raw_samples)
+    for (const auto& [named, expr] : queries)
+      if (named)
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("Prometheus raw samples: '{}' names an expression; raw reads take series selectors "
+                                "only (drop --raw and give --step for expressions)",
+                                expr));
 
   httplib::Client client(server.scheme_host_port);
   const auto timeout_s = std::chrono::duration_cast<std::chrono::seconds>(q.timeout).count();
   const auto timeout_us = std::chrono::duration_cast<std::chrono::microseconds>(q.timeout).count() % 1000000;
   client.set_connection_timeout(timeout_s, timeout_us);
   client.set_read_timeout(timeout_s, timeout_us);
-  const std::string endpoint = server.path_prefix + "/api/v1/query_range";
+  const std::string endpoint = server.path_prefix + (q.raw_samples ? "/api/v1/query" : "/api/v1/query_range");
 
-  // (gpu key) -> (metric -> values on the grid); identities from the labels.
+  // (gpu key) -> (metric -> values on the grid, or raw (milliseconds, value) samples);
+  // identities from the labels.
   struct GpuSeries {
     GpuIdentity identity;
     std::map<Metric, std::vector<double>> channels;
+    std::map<Metric, std::vector<std::pair<std::int64_t, double>>> raw;
   };
   std::map<std::string, GpuSeries> by_gpu;
   std::vector<std::string> warnings;
   std::size_t requests_done = 0;
+  std::size_t raw_points = 0;
   const std::size_t requests_total = chunks * queries.size();
+  const auto start_ms = static_cast<std::int64_t>(std::ceil(q.start_unix_s * 1000 - 1e-6));
+  const auto end_ms = static_cast<std::int64_t>(std::floor(q.end_unix_s * 1000 + 1e-6));
 
   for (const auto& [named, expr] : queries) {
     for (std::size_t c = 0; c < chunks; ++c) {
-      const double chunk_start = q.start_unix_s + static_cast<double>(c * chunk_points) * q.step_s;
-      const double chunk_end = std::min(q.end_unix_s, chunk_start + static_cast<double>(chunk_points - 1) * q.step_s);
-      const httplib::Params params{{"query", expr},
-                                   {"start", fmt::format("{:.3f}", chunk_start)},
-                                   {"end", fmt::format("{:.3f}", chunk_end)},
-                                   {"step", fmt::format("{}", q.step_s)}};
+      httplib::Params params;
+      if (q.raw_samples) {
+        // Windows end at start + (c+1)·W; a sample on a border may come back twice (Prometheus 2
+        // selects [t−W, t]), and duplicates collapse below.
+        const double at = std::min(q.end_unix_s, q.start_unix_s + static_cast<double>(c + 1) * window_s);
+        // PromQL takes a range only after a selector: "(sel)[W]" would be a subquery.
+        params = {{"query", fmt::format("{}[{:.0f}s]", expr, window_s)}, {"time", fmt::format("{:.3f}", at)}};
+      } else {
+        const double chunk_start = q.start_unix_s + static_cast<double>(c * chunk_points) * q.step_s;
+        const double chunk_end = std::min(q.end_unix_s, chunk_start + static_cast<double>(chunk_points - 1) * q.step_s);
+        params = {{"query", expr},
+                  {"start", fmt::format("{:.3f}", chunk_start)},
+                  {"end", fmt::format("{:.3f}", chunk_end)},
+                  {"step", fmt::format("{}", q.step_s)}};
+      }
       const std::string where = q.url + endpoint.substr(server.path_prefix.size());
       auto res = client.Get(endpoint, params, httplib::Headers{});
       if (!res) {
@@ -250,6 +278,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
         } catch (const nlohmann::json::exception&) {
           detail += fmt::format(": {}", res->body.substr(0, 200));
         }
+        if (q.raw_samples) detail += " (raw reads take series selectors only; for an expression give --step)";
         throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} refused query '{}': {}", where, expr, detail));
       }
       for (auto& series : parse_query_range_response(res->body, where)) {
@@ -274,6 +303,21 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
           gpu.identity.index = gpu_index_of(series.labels);
           gpu.identity.uuid = label(series.labels, "UUID");
           gpu.identity.name = label(series.labels, "modelName");
+        }
+        if (q.raw_samples) {
+          auto& samples = gpu.raw[*metric];
+          for (const auto& [t, v] : series.points) {
+            if (!std::isfinite(t)) continue;
+            const auto ms = static_cast<std::int64_t>(std::llround(t * 1000));  // Prometheus stores milliseconds
+            if (ms >= start_ms && ms <= end_ms) samples.emplace_back(ms, v);
+          }
+          raw_points += series.points.size();
+          if (static_cast<double>(raw_points) > kMaxRangePoints * 6)
+            throw Error(ErrorCode::kInvalidArgument,
+                        fmt::format("Prometheus {}: more than {:.0f} M raw samples in the range; shorten it or give "
+                                    "--step to read a grid",
+                                    where, kMaxRangePoints * 6 / 1e6));
+          continue;
         }
         auto& values = gpu.channels[*metric];
         if (values.empty()) values.assign(total_points, kNaN);
@@ -308,32 +352,94 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
     warnings.push_back(fmt::format("the series cover {} GPUs; using gpu={} UUID={} (narrow with --uuid)", by_gpu.size(),
                                    trace.gpu.index, trace.gpu.uuid));
 
-  // Keep the grid points where at least one channel has a value.
-  const auto& channels = chosen->second.channels;
-  std::vector<std::size_t> kept;
-  for (std::size_t k = 0; k < total_points; ++k)
-    for (const auto& [m, values] : channels)
-      if (!std::isnan(values[k])) {
-        kept.push_back(k);
-        break;
+  // Sample times (ms from the epoch) and, per channel, the value at each: the grid points where
+  // at least one channel has a value, or the union of the raw samples' timestamps (the metrics
+  // of one scrape share its timestamp).
+  std::vector<std::int64_t> times_ms;
+  std::map<Metric, std::vector<double>> columns;
+  if (q.raw_samples) {
+    for (auto& [m, samples] : chosen->second.raw) {
+      std::sort(samples.begin(), samples.end());
+      samples.erase(std::unique(samples.begin(), samples.end(),
+                                [](const auto& a, const auto& b) { return a.first == b.first; }),
+                    samples.end());
+      for (const auto& [ms, v] : samples) times_ms.push_back(ms);
+    }
+    std::sort(times_ms.begin(), times_ms.end());
+    times_ms.erase(std::unique(times_ms.begin(), times_ms.end()), times_ms.end());
+    for (const auto& [m, samples] : chosen->second.raw) {
+      auto& col = columns[m];
+      col.assign(times_ms.size(), kNaN);
+      std::size_t i = 0;
+      for (const auto& [ms, v] : samples) {
+        while (times_ms[i] < ms) ++i;
+        col[i] = v;
       }
-  if (kept.empty())
+    }
+    // A sample whose every value is NaN carries nothing.
+    std::vector<std::size_t> keep;
+    for (std::size_t i = 0; i < times_ms.size(); ++i)
+      for (const auto& [m, col] : columns)
+        if (!std::isnan(col[i])) {
+          keep.push_back(i);
+          break;
+        }
+    std::vector<std::int64_t> kept_ms;
+    for (std::size_t i : keep) kept_ms.push_back(times_ms[i]);
+    for (auto& [m, col] : columns) {
+      std::vector<double> kept_col;
+      for (std::size_t i : keep) kept_col.push_back(col[i]);
+      col = std::move(kept_col);
+    }
+    times_ms = std::move(kept_ms);
+  } else {
+    std::vector<std::size_t> kept;
+    for (std::size_t k = 0; k < total_points; ++k)
+      for (const auto& [m, values] : chosen->second.channels)
+        if (!std::isnan(values[k])) {
+          kept.push_back(k);
+          break;
+        }
+    // Grid times relative to the first kept point are exact multiples of the step.
+    for (std::size_t k : kept) times_ms.push_back(static_cast<std::int64_t>(k));
+    for (const auto& [m, values] : chosen->second.channels) {
+      auto& col = columns[m];
+      for (std::size_t k : kept) col.push_back(values[k]);
+    }
+  }
+  if (times_ms.empty())
     throw Error(ErrorCode::kNotFound, fmt::format("Prometheus {}: the matched series hold only NaN in the range", q.url));
-  const double first_s = q.start_unix_s + static_cast<double>(kept.front()) * q.step_s;
+  const double first_s = q.raw_samples ? static_cast<double>(times_ms.front()) / 1000
+                                       : q.start_unix_s + static_cast<double>(times_ms.front()) * q.step_s;
   trace.start_unix_s = first_s;
   trace.first_timestamp = format_iso8601_utc(first_s);
-  trace.time_s.reserve(kept.size());
-  for (std::size_t k : kept) trace.time_s.push_back(static_cast<double>(k - kept.front()) * q.step_s);
-  for (const auto& [m, values] : channels) {
+  trace.time_s.reserve(times_ms.size());
+  for (std::int64_t t : times_ms)
+    trace.time_s.push_back(q.raw_samples ? static_cast<double>(t - times_ms.front()) / 1000
+                                         : static_cast<double>(t - times_ms.front()) * q.step_s);
+  for (const auto& [m, values] : columns) {
     Channel& ch = trace.channel(m);
-    for (std::size_t i = 0; i < kept.size(); ++i) ch.values[i] = values[kept[i]];
+    for (std::size_t i = 0; i < values.size(); ++i) ch.values[i] = values[i];
   }
   // Channels in metric-table order, as the other readers give them.
   std::sort(trace.channels.begin(), trace.channels.end(),
             [](const Channel& a, const Channel& b) { return a.metric < b.metric; });
-  trace.diagnostics.rows_read = kept.size();
-  for (std::size_t i = 1; i < kept.size(); ++i)
-    if (kept[i] - kept[i - 1] > 3) ++trace.diagnostics.gaps;
+  trace.diagnostics.rows_read = times_ms.size();
+  if (q.raw_samples) {
+    // A gap: more than 3x the median interval between samples, as `info` counts it.
+    std::vector<double> dt;
+    for (std::size_t i = 1; i < trace.time_s.size(); ++i) dt.push_back(trace.time_s[i] - trace.time_s[i - 1]);
+    if (!dt.empty()) {
+      std::vector<double> sorted = dt;
+      std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+      const double median = sorted[sorted.size() / 2];
+      for (double d : dt)
+        if (d > 3 * median) ++trace.diagnostics.gaps;
+    }
+  } else {
+    for (std::size_t i = 1; i < times_ms.size(); ++i)
+      if (times_ms[i] - times_ms[i - 1] > 3) ++trace.diagnostics.gaps;
+  }
   trace.diagnostics.warnings = std::move(warnings);
   return trace;
 }

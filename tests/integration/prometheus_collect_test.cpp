@@ -73,13 +73,28 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
   for (Metric m : {Metric::kGpuUtil, Metric::kPower, Metric::kSmClock, Metric::kMemUsed, Metric::kEnergy})
     EXPECT_NE(scraped.find(m), nullptr) << info(m).tag << " did not come back through dcgm-exporter names";
 
+  // The same range read raw: the stored scrapes at their own timestamps. A grid read repeats or
+  // skips a value wherever scrape jitter crosses the grid (bench/scrape_sim.py: resnet50 at 2x
+  // with 20 ms of jitter abstains in 14 of 50 read-backs), so detection reads the raw samples.
+  PrometheusQuery raw_query = q;
+  raw_query.raw_samples = true;
+  raw_query.raw_window_s = 5;  // several windows over the 16 s range
+  const Trace raw = fetch_prometheus_trace(raw_query);
+  EXPECT_EQ(raw.gpu.uuid, q.uuid);
+  EXPECT_GE(raw.size(), 90u) << "Prometheus kept too few scrapes";
+  for (std::size_t i = 1; i < raw.size(); ++i) ASSERT_GT(raw.time_s[i], raw.time_s[i - 1]) << i;
+  // Scrapes every 100 ms: the raw samples sit ~0.1 s apart, not on any grid of ours.
+  EXPECT_NEAR(raw.median_interval_s(), 0.1, 0.02);
+  for (Metric m : {Metric::kGpuUtil, Metric::kPower, Metric::kSmClock})
+    EXPECT_NE(raw.find(m), nullptr) << info(m).tag << " missing from the raw read";
+
   const Segmentation original = detect_epochs(read_trace(kResnet));
-  const Segmentation got = detect_epochs(scraped);
+  const Segmentation got = detect_epochs(raw);
   if (!got.found || std::abs(got.period_s * kSpeed - original.period_s) > 0.04 * original.period_s) {
     // Kept for a post-mortem: what Prometheus gave back, and what the collector wrote.
     const auto keep = std::filesystem::temp_directory_path() / "epochcast-prometheus-scraped.csv";
     std::ofstream out(keep);
-    write_canonical_csv(scraped, out);
+    write_canonical_csv(raw, out);
     std::filesystem::copy_file(dir / "collected.csv", keep.string() + ".collected.csv",
                                std::filesystem::copy_options::overwrite_existing);
     ADD_FAILURE() << "scraped trace kept in " << keep.string() << " (" << scraped.size() << " samples)";
@@ -88,10 +103,10 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
   ASSERT_TRUE(got.found) << got.reason;
   EXPECT_NEAR(got.period_s * kSpeed, original.period_s, 0.04 * original.period_s) << got.reason;
 
-  // The same through the CLI: detect --prometheus … --json.
+  // The same through the CLI: detect --prometheus … --raw --json.
   const auto r = testing::run_cli({"detect", "--prometheus", prometheus.url(), "--uuid", q.uuid, "--start",
                                    fmt::format("{}", q.start_unix_s), "--end", fmt::format("{}", q.end_unix_s),
-                                   "--step", "0.1", "--json"},
+                                   "--raw", "--json"},
                                   {}, dir.path());
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   const auto j = nlohmann::json::parse(r.out);

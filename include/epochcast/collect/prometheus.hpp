@@ -28,13 +28,18 @@ struct PrometheusQuery {
   double start_unix_s = 0;
   double end_unix_s = 0;
   double step_s = 1;
+  // Read the stored samples at their own (scrape) timestamps instead of a query_range grid:
+  // no step to choose, and no repeated or skipped values where scrape jitter crosses the grid.
+  // Series selectors only (instant queries of SELECTOR[window], one per raw_window_s).
+  bool raw_samples = false;
+  double raw_window_s = 600;
   std::chrono::milliseconds timeout{30000};   // per request
   std::size_t max_points_per_request = 10000;  // kept under kPrometheusMaxPoints
   // Called after each request: (requests done, requests in all).
   std::function<void(std::size_t, std::size_t)> on_progress;
 };
 
-// Fetches the range in chunks and builds one GPU's Trace (format "prometheus"; source = URL).
+// Fetches the range in chunks (query_range, or raw windows) and builds one GPU's Trace (format "prometheus"; source = URL).
 // When the series cover several GPUs the first (lowest gpu label) is used, the rest are listed
 // in gpus_in_source and a warning says so. Errors name the URL: Error(kIo) when the server
 // cannot be reached or does not answer in time, Error(kRemote) for an error status, an error

@@ -25,13 +25,16 @@ namespace {
 class FakeApi {
  public:
   explicit FakeApi(std::function<void(const httplib::Request&, httplib::Response&)> handler) {
-    server_.Get("/api/v1/query_range", [this, handler](const httplib::Request& req, httplib::Response& res) {
-      {
-        std::lock_guard lock(mutex_);
-        requests_.push_back(req.params);
-      }
-      handler(req, res);
-    });
+    // query_range for grid reads, query for raw ones (SELECTOR[window] at a time).
+    for (const char* path : {"/api/v1/query_range", "/api/v1/query"})
+      server_.Get(path, [this, handler](const httplib::Request& req, httplib::Response& res) {
+        {
+          std::lock_guard lock(mutex_);
+          requests_.push_back(req.params);
+          paths_.push_back(req.path);
+        }
+        handler(req, res);
+      });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     for (int i = 0; i < 1000 && !server_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -45,6 +48,10 @@ class FakeApi {
     std::lock_guard lock(mutex_);
     return requests_;
   }
+  std::vector<std::string> paths() {
+    std::lock_guard lock(mutex_);
+    return paths_;
+  }
 
  private:
   httplib::Server server_;
@@ -52,6 +59,7 @@ class FakeApi {
   std::thread thread_;
   std::mutex mutex_;
   std::vector<httplib::Params> requests_;
+  std::vector<std::string> paths_;
 };
 
 std::string param(const httplib::Params& p, const char* key) {
@@ -114,6 +122,85 @@ TEST(Prometheus, LongRangesAreChunkedUnderThePointLimit) {
   EXPECT_DOUBLE_EQ(t.find(Metric::kPower)->values[12345], (1'000'000 + 12345) % 100);
   EXPECT_TRUE(std::isnan(t.find(Metric::kGpuUtil)->values[10]));  // "NaN" -> missing
   EXPECT_EQ(t.find(Metric::kGpuUtil)->values[11], 50);
+}
+
+// Stored scrapes for the raw tests: every ~100 ms with up to 22 ms of jitter, k = 0, 1, …;
+// power = k; util missing at every 7th scrape; scrape 6000 sits exactly on a window border.
+constexpr double kRawStart = 1'000'000;
+double raw_scrape_time(long long k) {
+  if (k % 6000 == 0) return kRawStart + static_cast<double>(k) / 10;
+  return kRawStart + static_cast<double>(k) / 10 + static_cast<double>((k * 37) % 23) / 1000;
+}
+
+// Answers "SELECTOR[Ws]" at `time` with the scrapes in [time − W, time] (both ends, as
+// Prometheus 2 selects), in milliseconds as Prometheus stores them.
+void raw_answer(const httplib::Request& req, httplib::Response& res) {
+  ASSERT_EQ(req.path, "/api/v1/query");
+  const std::string query = req.get_param_value("query");
+  const auto open = query.rfind('[');
+  ASSERT_NE(open, std::string::npos) << query;
+  const double window = std::stod(query.substr(open + 1));
+  const double at = std::stod(req.get_param_value("time"));
+  std::string power, util;
+  for (long long k = 0; k < 20000; ++k) {
+    const double t = std::round(raw_scrape_time(k) * 1000) / 1000;
+    if (t < at - window - 1e-9 || t > at + 1e-9) continue;
+    power += (power.empty() ? "" : ",") + fmt::format("[{:.3f},\"{}\"]", t, k);
+    if (k % 7 != 0) util += (util.empty() ? "" : ",") + fmt::format("[{:.3f},\"50\"]", t);
+  }
+  const std::string labels = R"("gpu":"0","UUID":"GPU-abc","modelName":"NVIDIA H200","Hostname":"n1")";
+  res.set_content(fmt::format(R"({{"status":"success","data":{{"resultType":"matrix","result":[)"
+                              R"({{"metric":{{"__name__":"DCGM_FI_DEV_POWER_USAGE",{}}},"values":[{}]}},)"
+                              R"({{"metric":{{"__name__":"DCGM_FI_DEV_GPU_UTIL",{}}},"values":[{}]}}]}}}})",
+                              labels, power, labels, util),
+                  "application/json");
+}
+
+TEST(Prometheus, RawSamplesKeepTheirScrapeTimestamps) {
+  FakeApi api(raw_answer);
+  PrometheusQuery q;
+  q.url = api.url();
+  q.uuid = "GPU-abc";
+  q.raw_samples = true;
+  q.start_unix_s = kRawStart;
+  q.end_unix_s = kRawStart + 1500;  // windows of 600 s: at +600, +1200, +1500
+  const Trace t = fetch_prometheus_trace(q);
+  const auto requests = api.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(api.paths()[i], "/api/v1/query");
+    EXPECT_DOUBLE_EQ(std::stod(param(requests[i], "time")), kRawStart + std::min(1500.0, 600.0 * (i + 1)));
+    const std::string query = param(requests[i], "query");
+    EXPECT_NE(query.find(R"(UUID="GPU-abc")"), std::string::npos) << query;
+    EXPECT_TRUE(query.ends_with("\"}[600s]")) << query;
+  }
+  // Scrapes 0 … 14999 lie in the range (15000 is 10 ms past its end); the one on the border at
+  // +600 came back twice and is kept once.
+  ASSERT_EQ(t.size(), 15000u);
+  EXPECT_DOUBLE_EQ(t.start_unix_s, kRawStart);
+  const Channel* power = t.find(Metric::kPower);
+  const Channel* util = t.find(Metric::kGpuUtil);
+  ASSERT_NE(power, nullptr);
+  ASSERT_NE(util, nullptr);
+  for (long long k : {1LL, 5999LL, 6000LL, 6001LL, 12345LL, 14999LL}) {
+    EXPECT_NEAR(t.time_s[k], raw_scrape_time(k) - kRawStart, 1e-6) << k;  // the scrape's own time, not a grid
+    EXPECT_EQ(power->values[k], static_cast<double>(k));
+    EXPECT_EQ(std::isnan(util->values[k]), k % 7 == 0) << k;
+  }
+  EXPECT_EQ(t.diagnostics.gaps, 0u);
+
+  // Expressions cannot be read raw: refused before any request, naming the way out.
+  PrometheusQuery named = q;
+  named.uuid.clear();
+  named.queries = {"power_w=avg_over_time(DCGM_FI_DEV_POWER_USAGE[5s])"};
+  try {
+    (void)fetch_prometheus_trace(named);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("--step"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(api.requests().size(), 3u);
 }
 
 TEST(Prometheus, NamedExpressionsAndUnnamedOnes) {
