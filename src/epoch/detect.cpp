@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -134,9 +135,10 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
     for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
       const double d = static_cast<double>(layout.start(j)) + tm - im;
       sxx += bl * d * d;
-      for (std::size_t t = 0; t < layout.block; ++t, ++k) {  // blocks of 16: whole fours
+      double x = d - tm;
+      for (std::size_t t = 0; t < layout.block; ++t, ++k, x += 1) {  // blocks of 16: whole fours
         sy4[t % 4] += sample[k];
-        sxy4[t % 4] += (d + (static_cast<double>(t) - tm)) * sample[k];
+        sxy4[t % 4] += x * sample[k];
       }
     }
     const double sy = (sy4[0] + sy4[1]) + (sy4[2] + sy4[3]), sxy = (sxy4[0] + sxy4[1]) + (sxy4[2] + sxy4[3]);
@@ -144,9 +146,13 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
     slope = sxx > 0 ? sxy / sxx : 0;
     intercept = ym - slope * im;
   }
-  for (std::size_t j = 0, k = 0; j < layout.blocks; ++j)
-    for (std::size_t t = 0; t < layout.block; ++t, ++k)
-      sample[k] -= intercept + slope * static_cast<double>(layout.start(j) + t);
+  // Indices through signed integers: exact below 2^53, and an unsigned 64-bit conversion is a
+  // branch per value on x86-64 (this loop was 2 % of a 24 h detection).
+  for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
+    const auto s0 = static_cast<std::int64_t>(layout.start(j));
+    for (std::int64_t t = 0; t < static_cast<std::int64_t>(layout.block); ++t, ++k)
+      sample[k] -= intercept + slope * static_cast<double>(s0 + t);
+  }
   std::vector<double> residual = sample;
   const double med = signal::median(sample);
   for (double& v : sample) v = std::abs(v - med);
