@@ -3,7 +3,8 @@
 //   detect_bench                       speed: 24 h at 10 Hz, 6 channels (864,000 samples each)
 //   detect_bench --eval [--seeds N]    accuracy table: real traces vs truth.json, synthetic slices,
 //                                      ours vs the published detector, confidence calibration
-//   detect_bench --eval --long [--seeds N]   the same for long traces (15k-870k samples), ours only
+//   detect_bench --eval --long [--seeds N] [--only NAME] [--verbose]   the same for long traces
+//                                      (17k-870k samples), ours only; --verbose: each miss
 //   detect_bench --write-trace FILE    the 24 h trace as canonical CSV (for detect_compare.py)
 //   detect_bench --time-file FILE [--repeat N]   time detect_epochs on a file, print JSON
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
@@ -269,15 +270,21 @@ nlohmann::json row_json(const Row& r) {
           {"precision", num(r.precision)}, {"abstention_precision", num(r.abstention_precision)}};
 }
 
-int run_eval_long(int seeds) {
+// `only`: slices whose name contains it; `verbose`: each run found more than 3 % off, or
+// abstaining on a signature, with its reason.
+int run_eval_long(int seeds, const std::string& only, bool verbose) {
   print_header();
   std::vector<Outcome> all;
   for (const auto& slice : long_slices()) {
+    if (slice.name.find(only) == std::string::npos) continue;
     std::vector<Outcome> ours;
     for (int seed = 0; seed < seeds; ++seed) {
       const auto synth = make_synthetic_trace(slice.spec, static_cast<std::uint64_t>(seed) * 7919 + 17);
-      ours.push_back(score(detect_epochs(synth.trace), synth.truth.period_s, synth.truth.epochs,
-                           synth.truth.has_signature));
+      const auto seg = detect_epochs(synth.trace);
+      ours.push_back(score(seg, synth.truth.period_s, synth.truth.epochs, synth.truth.has_signature));
+      if (verbose && synth.truth.has_signature && (!seg.found || ours.back().period_err > 0.03))
+        fmt::print("  {} seed {}: found {} period {:.4g} s (truth {:.4g} s) | {}\n", slice.name, seed, seg.found,
+                   seg.found ? seg.period_s : seg.candidate_period_s, synth.truth.period_s, seg.reason);
     }
     print_row(summarize(slice.name, ours), "epochcast");
     all.insert(all.end(), ours.begin(), ours.end());
@@ -450,8 +457,14 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--eval") == 0) {
+        std::string only;
+        bool verbose = false;
+        for (int j = 1; j < argc; ++j) {
+          if (std::strcmp(argv[j], "--only") == 0 && j + 1 < argc) only = argv[j + 1];
+          if (std::strcmp(argv[j], "--verbose") == 0) verbose = true;
+        }
         for (int j = 1; j < argc; ++j)
-          if (std::strcmp(argv[j], "--long") == 0) return epochcast::run_eval_long(seeds);
+          if (std::strcmp(argv[j], "--long") == 0) return epochcast::run_eval_long(seeds, only, verbose);
         return epochcast::run_eval(seeds, json_path);
       }
       if (std::strcmp(argv[i], "--null") == 0)
