@@ -10,7 +10,7 @@ version below on the same file in the same run, and prints samples/s of both and
 The numpy version follows src/epoch/detect.cpp step by step: grid check / np.interp resampling,
 absurd values to NaN and gap filling, busy-region threshold, robust z-scores (line removed,
 median/MAD, clipped), averaging pyramid, per-level autocorrelation over lags 8..16 (np.dot per
-lag on a centred 32768-sample window) with channel weights, candidate choice, refinement, and
+lag on a centred 16384-sample window) with channel weights, candidate choice, refinement, and
 the fold + template match of the boundaries (np.bincount, np.correlate). It is vectorised
 where numpy allows; Python loops remain only over levels, lags, channels and candidates.
 """
@@ -25,12 +25,21 @@ import numpy as np
 import pandas as pd
 
 KCLIP = 4.0
-KWINDOW = 32768
+KWINDOW = 16384
 
 
-def quantile_sampled(x, q, max_count=65536):
-    stride = max(1, -(-len(x) // max_count))
-    return float(np.quantile(x[::stride], q, method="nearest"))
+def sample_index(n, max_count=16384, block=16):
+    # As signal::sample_layout: all of a short series, else max_count / 16 evenly spread blocks
+    # of 16 consecutive samples (a strided subsample costs a cache miss per value).
+    if n <= max_count:
+        return np.arange(n)
+    blocks = max_count // block
+    starts = np.arange(blocks) * (n - block) // (blocks - 1)
+    return (starts[:, None] + np.arange(block)).ravel()
+
+
+def quantile_sampled(x, q, max_count=16384):
+    return float(np.quantile(x[sample_index(len(x), max_count)], q, method="nearest"))
 
 
 def fill_gaps(x):
@@ -56,12 +65,12 @@ def moving_average(x, width):
 
 
 def robust_z(y):
-    # Line, median and MAD from an evenly strided subsample of at most 16384 values (as the C++);
+    # Line, median and MAD from the block subsample of at most 16384 values (as the C++);
     # the one full-length step is the clipped affine map. Not re-centred (the consumers are).
     n = len(y)
-    stride = max(1, -(-n // 16384))
-    k = np.arange(0, n, stride, dtype=float)
-    ys = y[::stride]
+    idx = sample_index(n)
+    k = idx.astype(float)
+    ys = y[idx]
     slope, intercept = np.polyfit(k, ys, 1)
     rs = ys - (slope * k + intercept)
     med = float(np.median(rs))
@@ -90,8 +99,8 @@ def window(x):
 
 
 def detect(t, channels):
-    stride = max(1, -(-(len(t) - 1) // 16384))
-    dt = float(np.median((t[1:] - t[:-1])[::stride]))
+    idx = sample_index(len(t) - 1)
+    dt = float(np.median(t[idx + 1] - t[idx]))
     n = int(round(t[-1] / dt)) + 1
     on_grid = n == len(t) and np.all(np.abs(t - np.arange(len(t)) * dt) <= 0.05 * dt)
     grid = np.arange(n) * dt

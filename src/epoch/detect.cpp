@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -19,7 +20,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::size_t kMinSamples = 24;                   // below: nothing can be said
 constexpr std::size_t kMaxUniformSamples = 60'000'000;    // a uniform grid larger than this is refused
-constexpr std::size_t kAcfWindow = 32768;                 // samples per pyramid level used for the ACF
+constexpr std::size_t kAcfWindow = 16384;                 // samples per pyramid level used for the ACF
 constexpr double kClipZ = 4.0;                            // robust z-scores are clipped (spikes)
 constexpr double kLevelLagLo = 8;                         // each level searches lags [8, 16)
 constexpr double kLevelLagHi = 16;
@@ -78,7 +79,7 @@ struct Region {
 // Robust z-score of a region of one channel: linear trend removed, scaled by the MAD of the
 // residual, clipped; returned as its averaging pyramid (level l+1 = pairwise means of level l,
 // down to < 64 samples). Empty when the channel is constant there. The line, median and MAD
-// come from an evenly strided subsample (at most 16384 values: plenty for three numbers),
+// come from a subsample of evenly spread blocks (at most 16384 values: plenty for three numbers),
 // so the only full sweep over the channel is the one writing levels 0-3. With `check`,
 // that sweep also counts readings outside [lo, hi] or NaN; `bad` gets the count (then the
 // result is meaningless and the caller repairs the channel first).
@@ -94,7 +95,7 @@ struct ZPyramid {
   double base = 0, slope = 0, inv = 1;
   bool full = true;  // else levels 0-3 hold (at least) their centred kAcfWindow windows
 };
-constexpr std::size_t kLazyLevel0 = 4 * kAcfWindow;  // longer series keep only the windows
+constexpr std::size_t kLazyLevel0 = 131072;  // longer series keep only the ACF windows of levels 0-3
 
 // Levels 0-3 (and level 4 whole when `level4`) of `p`, stored over `want`.
 std::size_t sweep_levels(ZPyramid& p, double lo, double hi, const signal::PyramidStore& want,
@@ -106,28 +107,52 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
   bad = 0;
   const std::size_t n = y.size();
   if (n < 4) return {};
-  const std::size_t stride = (n + 16383) / 16384;
+  // Line, median and MAD from the block subsample (all of a short region).
+  const signal::SampleLayout layout = signal::sample_layout(n);
   std::vector<double> sample;
-  sample.resize(n / stride + (n % stride != 0));
-  // Strided reads miss the cache one by one: prefetched well ahead so that they overlap.
-  constexpr std::size_t kAhead = 32;
-  for (std::size_t k = 0; k < sample.size(); ++k) {
-    if (k + kAhead < sample.size()) __builtin_prefetch(y.data() + (k + kAhead) * stride);
-    sample[k] = y[k * stride];
-  }
+  signal::gather(y, layout, sample);
   if (check && (bad = signal::count_outside(sample, lo, hi)) > 0) return {};
-  // Least-squares line through the subsample (index i = k * stride).
   const double m = static_cast<double>(sample.size());
-  const double km = 0.5 * (m - 1);
-  double sy = 0, sky = 0;
-  signal::line_sums(sample, sy, sky);
-  const double ym = sy / m;
-  const double skk = m * (m * m - 1) / 12.0;
-  const double slope_k = skk > 0 ? (sky - km * sy) / skk : 0;
-  const double slope = slope_k / static_cast<double>(stride);
-  const double intercept = ym - slope_k * km;
-  for (std::size_t k = 0; k < sample.size(); ++k)
-    sample[k] -= intercept + slope * static_cast<double>(k * stride);
+  double slope = 0, intercept = 0, ym = 0;
+  if (layout.blocks == 1) {
+    // Least-squares line through every sample (index i = k): closed-form index sums.
+    const double km = 0.5 * (m - 1);
+    double sy = 0, sky = 0;
+    signal::line_sums(sample, sy, sky);
+    ym = sy / m;
+    const double skk = m * (m * m - 1) / 12.0;
+    slope = skk > 0 ? (sky - km * sy) / skk : 0;
+    intercept = ym - slope * km;
+  } else {
+    // Blocks of consecutive samples, i = start(j) + t: the centred index is d_j + (t - tm) with
+    // d_j the block's centre less the mean index, and sum_t (t - tm) = 0 splits the sums.
+    const auto bl = static_cast<double>(layout.block), tm = 0.5 * (bl - 1);
+    double im = 0;
+    for (std::size_t j = 0; j < layout.blocks; ++j) im += static_cast<double>(layout.start(j));
+    im = im / static_cast<double>(layout.blocks) + tm;
+    std::array<double, 4> sy4{}, sxy4{};  // independent sums: one chain waits on its adds
+    double sxx = static_cast<double>(layout.blocks) * bl * (bl * bl - 1) / 12.0;
+    for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
+      const double d = static_cast<double>(layout.start(j)) + tm - im;
+      sxx += bl * d * d;
+      double x = d - tm;
+      for (std::size_t t = 0; t < layout.block; ++t, ++k, x += 1) {  // blocks of 16: whole fours
+        sy4[t % 4] += sample[k];
+        sxy4[t % 4] += x * sample[k];
+      }
+    }
+    const double sy = (sy4[0] + sy4[1]) + (sy4[2] + sy4[3]), sxy = (sxy4[0] + sxy4[1]) + (sxy4[2] + sxy4[3]);
+    ym = sy / m;
+    slope = sxx > 0 ? sxy / sxx : 0;
+    intercept = ym - slope * im;
+  }
+  // Indices through signed integers: exact below 2^53, and an unsigned 64-bit conversion is a
+  // branch per value on x86-64 (this loop was 2 % of a 24 h detection).
+  for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
+    const auto s0 = static_cast<std::int64_t>(layout.start(j));
+    for (std::int64_t t = 0; t < static_cast<std::int64_t>(layout.block); ++t, ++k)
+      sample[k] -= intercept + slope * static_cast<double>(s0 + t);
+  }
   std::vector<double> residual = sample;
   const double med = signal::median(sample);
   for (double& v : sample) v = std::abs(v - med);
@@ -182,31 +207,49 @@ template <class EnsureChecked>
 Region find_training_region(std::vector<Uniform>& channels, EnsureChecked&& ensure_checked, std::string& note) {
   const std::size_t n = channels.empty() ? 0 : channels.front().values.size();
   Region all{0, n};
-  const Uniform* activity = nullptr;
+  Uniform* activity = nullptr;
   double lo = 0, hi = 0;
+  std::vector<double> sample, diffs;
   for (Metric m : kActivityChannels) {
     for (auto& c : channels) {
       if (c.metric != m) continue;
-      ensure_checked(c);
       if (c.dropped) break;
+      // Levels and noise come from the block subsample, so the channel's own range check can
+      // ride on the busy-run sweep below (one pass over it fewer): checked here are only the
+      // values read now. A repair leaves clean readings as they are, so what is computed from
+      // them stands.
+      const signal::SampleLayout layout = signal::sample_layout(c.values.size());
+      signal::gather(c.values, layout, sample);
+      const std::size_t edge = std::min<std::size_t>(5, c.values.size());
+      if (c.unchecked && (signal::count_outside(sample, c.lo, c.hi) > 0 ||
+                          signal::count_outside(c.values.first(edge), c.lo, c.hi) > 0 ||
+                          signal::count_outside(c.values.last(edge), c.lo, c.hi) > 0)) {
+        ensure_checked(c);
+        if (!c.dropped) signal::gather(c.values, layout, sample);
+      }
+      if (c.dropped) break;
+      if (layout.blocks == 1) c.unchecked = false;  // the sample was all of it
       // Idle and busy levels; idle may be a sliver of a long trace, hence the 1 % quantile.
       // Validation dips on more than 1 % of a long run would put that quantile at the dip
       // level, so a lower idle stretch at the head or tail (median of 5: not a glitch) wins.
-      double q_lo = signal::quantile_sampled(c.values, 0.01);
+      double q_lo = signal::quantile(sample, 0.01);
       if (c.values.size() >= 20) {
         std::vector<double> head(c.values.begin(), c.values.begin() + 5), tail(c.values.end() - 5, c.values.end());
         q_lo = std::min({q_lo, signal::median(head), signal::median(tail)});
       }
-      const double q_hi = signal::quantile_sampled(c.values, 0.99);
+      const double q_hi = signal::quantile(sample, 0.99);
       // Sample-to-sample noise: a contrast within a few noise widths is no busy/idle contrast.
-      std::vector<double> diffs;
-      const std::size_t stride = (c.values.size() + 16383) / 16384;
-      for (std::size_t i = 0; i + 1 < c.values.size(); i += stride) diffs.push_back(std::abs(c.values[i + 1] - c.values[i]));
+      // Differences of neighbours inside each block (all of them in a short trace).
+      diffs.clear();
+      for (std::size_t b = 0; b < sample.size(); b += layout.block)
+        for (std::size_t k = b; k + 1 < b + layout.block; ++k) diffs.push_back(std::abs(sample[k + 1] - sample[k]));
       const double noise = diffs.empty() ? 0.0 : 1.4826 * signal::median(diffs) / std::sqrt(2.0);
       if (q_hi - q_lo > std::max(8 * noise, 1e-6 * (std::abs(q_hi) + 1))) {
         activity = &c;
         lo = q_lo;
         hi = q_hi;
+      } else {
+        ensure_checked(c);  // checked now as before (its notes in the same order)
       }
       break;
     }
@@ -216,14 +259,28 @@ Region find_training_region(std::vector<Uniform>& channels, EnsureChecked&& ensu
     note = "no busy/idle contrast: whole trace analysed";
     return all;
   }
-  const auto a = activity->values;
   const double threshold = lo + 0.5 * (hi - lo);
-  // Busy where the 3-sample centred mean (edges: what exists) is above the threshold.
+  // Busy where the 3-sample centred mean (edges: what exists) is above the threshold; the
+  // readings are range-checked in the same sweep (repaired and swept again when one is bad).
+  std::vector<std::pair<std::size_t, std::size_t>> busy;
+  if (activity->unchecked) {
+    bool inside = true;
+    busy = signal::runs_above(activity->values, threshold, activity->lo, activity->hi, inside);
+    if (!inside) {
+      ensure_checked(*activity);
+      if (activity->dropped)  // as if it had been dropped before: the next activity channel
+        return find_training_region(channels, ensure_checked, note);
+      busy = signal::runs_above(activity->values, threshold);
+    }
+    activity->unchecked = false;
+  } else {
+    busy = signal::runs_above(activity->values, threshold);
+  }
   struct Run {
     std::size_t begin, end;
   };
   std::vector<Run> runs;
-  for (const auto& [b, e] : signal::runs_above(a, threshold)) runs.push_back({b, e});
+  for (const auto& [b, e] : busy) runs.push_back({b, e});
   if (runs.empty()) return all;
   // Close short gaps (a dip of a few samples inside training).
   std::vector<Run> merged{runs.front()};
@@ -863,11 +920,34 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
   std::vector<double> sum(bins, 0.0);
   std::vector<std::size_t> count(bins, 0);
   const double bins_per_sample = static_cast<double>(bins) / period_samples;
+  std::size_t n_done = 0;
   double phase = 0;  // samples into the current period; incremental, no fmod per sample
+  if (bins_per_sample < 0.25) {
+    // Four or more samples per bin: bin by bin, each run summed in one sweep (the per-sample
+    // loop below waits on its phase and sum chains: 0.8 ms of a 24 h detection). The run ends
+    // where phase * bins_per_sample reaches the next bin, as the per-sample rule would put it
+    // (a sample on the very edge may fall on the other side).
+    std::vector<double> edges(bins);  // phase where each bin ends
+    for (std::size_t b = 0; b + 1 < bins; ++b) edges[b] = static_cast<double>(b + 1) / bins_per_sample;
+    edges[bins - 1] = period_samples;
+    for (std::size_t i = 0; i < n;) {
+      const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * bins_per_sample));
+      const double ahead = edges[b] - phase;  // samples j >= 0 with phase + j < edge: ceil(ahead)
+      auto len = static_cast<std::size_t>(std::max(ahead, 0.0));
+      len += static_cast<double>(len) < ahead;
+      len = std::min(n - i, std::max<std::size_t>(1, len));
+      sum[b] += signal::sum(raw.subspan(i, len));
+      count[b] += len;
+      i += len;
+      phase += static_cast<double>(len);
+      if (phase >= period_samples) phase -= period_samples;
+    }
+    n_done = n;
+  }
   // Consecutive samples mostly share a bin: sum them in a register, store when the bin changes.
   std::size_t cur = 0, run = 0;
   double acc = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = n_done; i < n; ++i) {
     const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * bins_per_sample));
     if (b != cur) {
       sum[cur] += acc;
@@ -881,8 +961,10 @@ double profile_amplitude_in_steps(std::span<const double> raw, std::span<const d
     phase += 1;
     if (phase >= period_samples) phase -= period_samples;
   }
-  sum[cur] += acc;
-  count[cur] += run;
+  if (n_done < n) {
+    sum[cur] += acc;
+    count[cur] += run;
+  }
   std::vector<double> profile;
   for (std::size_t b = 0; b < bins; ++b)
     if (count[b]) profile.push_back(sum[b] / static_cast<double>(count[b]));
@@ -1407,16 +1489,21 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     seg.reason = fmt::format("trace too short: {} samples (need at least {})", n_raw, kMinSamples);
     return seg;
   }
-  // Median interval from at most 16384 evenly spread intervals (exact for short traces); the
-  // timestamps are checked in the same sweep that tests whether they already sit on the grid.
+  // Median interval from at most 16384 intervals in evenly spread blocks (exact for short
+  // traces); the timestamps are checked in the same sweep that tests whether they already sit
+  // on the grid.
   double dt = 0;
   {
-    const std::size_t stride = (n_raw - 1 + 16383) / 16384;
+    const signal::SampleLayout layout = signal::sample_layout(n_raw - 1);
     std::vector<double> diffs;
-    diffs.reserve((n_raw - 1) / stride + 1);
-    for (std::size_t i = 1; i < n_raw; i += stride) {
-      const double d = trace.time_s[i] - trace.time_s[i - 1];
-      if (std::isfinite(d)) diffs.push_back(d);  // NaN would upset the median; reported below
+    diffs.reserve(layout.size());
+    const double* t = trace.time_s.data();
+    for (std::size_t j = 0; j < layout.blocks; ++j) {
+      if (j + 8 < layout.blocks) __builtin_prefetch(t + layout.start(j + 8));  // blocks are not guessed
+      for (std::size_t i = layout.start(j) + 1, e = i + layout.block; i < e; ++i) {
+        const double d = t[i] - t[i - 1];
+        if (std::isfinite(d)) diffs.push_back(d);  // NaN would upset the median; reported below
+      }
     }
     dt = diffs.empty() ? 0.0 : signal::median(diffs);
   }

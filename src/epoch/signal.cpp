@@ -539,12 +539,36 @@ double quantile(std::span<const double> x, double q) {
 
 double median(std::span<const double> x) { return quantile(x, 0.5); }
 
+SampleLayout sample_layout(std::size_t n, std::size_t max_count) {
+  if (n <= max_count || max_count < 2) return {1, n, n};
+  const std::size_t block = max_count >= 32 ? 16 : 1;
+  return {max_count / block, block, n};
+}
+
+void gather(std::span<const double> x, const SampleLayout& layout, std::vector<double>& out) {
+  out.resize(layout.size());
+  if (layout.blocks == 1) {
+    std::copy_n(x.begin(), layout.block, out.begin());
+    return;
+  }
+  const double* p = x.data();
+  double* o = out.data();
+  // Each block is two or three lines the hardware does not guess: fetched 8 blocks ahead.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t j = 0; j < layout.blocks; ++j, o += layout.block) {
+    if (j + kAhead < layout.blocks) {
+      const double* a = p + layout.start(j + kAhead);
+      __builtin_prefetch(a);
+      __builtin_prefetch(a + layout.block - 1);
+    }
+    std::copy_n(p + layout.start(j), layout.block, o);
+  }
+}
+
 double quantile_sampled(std::span<const double> x, double q, std::size_t max_count) {
   if (x.size() <= max_count) return quantile(x, q);
-  const std::size_t stride = (x.size() + max_count - 1) / max_count;
   std::vector<double> sample;
-  sample.reserve(x.size() / stride + 1);
-  for (std::size_t i = 0; i < x.size(); i += stride) sample.push_back(x[i]);
+  gather(x, sample_layout(x.size(), max_count), sample);
   return quantile(sample, q);
 }
 
@@ -944,19 +968,44 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
 }
 
 namespace {
+// Running range check of the busy sweep (see all_inside_base): min, max, NaN probe.
+struct RangeCheck {
+  double vmin = std::numeric_limits<double>::infinity(), vmax = -std::numeric_limits<double>::infinity(), probe = 0;
+  void add(double v) {
+    vmin = std::min(vmin, v);
+    vmax = std::max(vmax, v);
+    probe += v - v;
+  }
+  [[nodiscard]] bool inside(double lo, double hi) const { return vmin >= lo && vmax <= hi && probe == probe; }
+};
+
 // Interior busy bits, 64 to a word: bit i set when (p[i-1] + p[i]) + p[i+1] >= cut, 0 < i < n-1.
-void busy_bits_base(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words) {
+// With kCheck, every interior p[i] also goes into `rc`.
+template <bool kCheck>
+void busy_bits_base(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words, RangeCheck& rc) {
+#if defined(__SSE2__)
+  V2 vmin = splat(rc.vmin), vmax = splat(rc.vmax), probe = splat(0);
+#endif
   for (std::size_t w = 0; w < words; ++w) {
     const std::size_t lo = std::max<std::size_t>(1, w * 64), hi = std::min(n - 1, w * 64 + 64);
     std::uint64_t word = 0;
     std::size_t i = lo;
-    auto one = [&](std::size_t j) { word |= static_cast<std::uint64_t>((p[j - 1] + p[j]) + p[j + 1] >= cut) << (j % 64); };
+    auto one = [&](std::size_t j) {
+      if constexpr (kCheck) rc.add(p[j]);
+      word |= static_cast<std::uint64_t>((p[j - 1] + p[j]) + p[j + 1] >= cut) << (j % 64);
+    };
 #if defined(__SSE2__)
     // Two samples per compare, their bits taken with movmskpd (same sums, same order).
     if (i % 2 != 0 && i < hi) one(i++);
     const V2 vcut = splat(cut);
     for (; i + 2 <= hi; i += 2) {
-      const V2 sum3 = (load2(p + i - 1) + load2(p + i)) + load2(p + i + 1);
+      const V2 mid = load2(p + i);
+      if constexpr (kCheck) {
+        vmin = mid < vmin ? mid : vmin;
+        vmax = mid > vmax ? mid : vmax;
+        probe += mid - mid;
+      }
+      const V2 sum3 = (load2(p + i - 1) + mid) + load2(p + i + 1);
       const auto mask = static_cast<unsigned>(__builtin_ia32_movmskpd(sum3 >= vcut ? splat(-1.0) : splat(0.0)));
       word |= static_cast<std::uint64_t>(mask) << (i % 64);
     }
@@ -964,30 +1013,52 @@ void busy_bits_base(const double* p, std::size_t n, double cut, std::uint64_t* b
     for (; i < hi; ++i) one(i);
     bits[w] = word;
   }
+#if defined(__SSE2__)
+  if constexpr (kCheck)
+    for (int j = 0; j < 2; ++j) rc.vmin = std::min(rc.vmin, vmin[j]), rc.vmax = std::max(rc.vmax, vmax[j]), rc.probe += probe[j];
+#endif
 }
 #if EPOCHCAST_AVX2_DISPATCH
-EPOCHCAST_AVX2 void busy_bits_avx2(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words) {
+template <bool kCheck>
+EPOCHCAST_AVX2 void busy_bits_avx2(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words,
+                                   RangeCheck& rc) {
   const V4 vcut = splat4(cut);
+  V4 vmin = splat4(rc.vmin), vmax = splat4(rc.vmax), probe = splat4(0);
   for (std::size_t w = 0; w < words; ++w) {
     const std::size_t lo = std::max<std::size_t>(1, w * 64), hi = std::min(n - 1, w * 64 + 64);
     std::uint64_t word = 0;
     std::size_t i = lo;
     for (; i + 4 <= hi; i += 4) {  // four bits at i % 64 <= 60: they stay in the word
-      const V4 sum3 = (load4(p + i - 1) + load4(p + i)) + load4(p + i + 1);
+      const V4 mid = load4(p + i);
+      if constexpr (kCheck) {
+        vmin = mid < vmin ? mid : vmin;
+        vmax = mid > vmax ? mid : vmax;
+        probe += mid - mid;
+      }
+      const V4 sum3 = (load4(p + i - 1) + mid) + load4(p + i + 1);
       const auto mask = static_cast<unsigned>(__builtin_ia32_movmskpd256(sum3 >= vcut ? splat4(-1.0) : splat4(0.0)));
       word |= static_cast<std::uint64_t>(mask) << (i % 64);
     }
-    for (; i < hi; ++i) word |= static_cast<std::uint64_t>((p[i - 1] + p[i]) + p[i + 1] >= cut) << (i % 64);
+    for (; i < hi; ++i) {
+      if constexpr (kCheck) rc.add(p[i]);
+      word |= static_cast<std::uint64_t>((p[i - 1] + p[i]) + p[i + 1] >= cut) << (i % 64);
+    }
     bits[w] = word;
   }
+  if constexpr (kCheck)
+    for (int j = 0; j < 4; ++j) rc.vmin = std::min(rc.vmin, vmin[j]), rc.vmax = std::max(rc.vmax, vmax[j]), rc.probe += probe[j];
 }
 #endif
 }  // namespace
 
-std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold) {
+namespace {
+std::vector<std::pair<std::size_t, std::size_t>> runs_above_impl(std::span<const double> a, double threshold,
+                                                                 RangeCheck* check) {
   const std::size_t n = a.size();
   std::vector<std::pair<std::size_t, std::size_t>> runs;
   if (n == 0) return runs;
+  RangeCheck unused;
+  RangeCheck& rc = check ? *check : unused;
   // Busy bits, 64 to a word. The interior test (a[i-1] + a[i] + a[i+1]) / 3 > threshold is
   // made without the division: x / 3 rounds monotonically in x, so it holds exactly for
   // x >= cut, the smallest double for which it holds.
@@ -1001,17 +1072,25 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const doub
   }
   const double* p = a.data();
   if (exact_cut) {
+    auto sweep = [&]<bool kCheck>() {
 #if EPOCHCAST_AVX2_DISPATCH
-    if (use_avx2()) {
-      busy_bits_avx2(p, n, cut, bits.data(), bits.size());
-    } else {
-      busy_bits_base(p, n, cut, bits.data(), bits.size());
-    }
-#else
-    busy_bits_base(p, n, cut, bits.data(), bits.size());
+      if (use_avx2()) return busy_bits_avx2<kCheck>(p, n, cut, bits.data(), bits.size(), rc);
 #endif
+      busy_bits_base<kCheck>(p, n, cut, bits.data(), bits.size(), rc);
+    };
+    if (check) {
+      sweep.template operator()<true>();
+    } else {
+      sweep.template operator()<false>();
+    }
   } else {
     for (std::size_t i = 1; i + 1 < n; ++i) set(i, (p[i - 1] + p[i] + p[i + 1]) / 3.0 > threshold);
+    if (check)
+      for (std::size_t i = 1; i + 1 < n; ++i) rc.add(p[i]);
+  }
+  if (check) {
+    rc.add(p[0]);
+    rc.add(p[n - 1]);
   }
   if (n >= 2) {
     set(0, (p[0] + p[1]) / 2.0 > threshold);
@@ -1036,6 +1115,19 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const doub
     runs.emplace_back(i, e);
     i = next(e, true);
   }
+  return runs;
+}
+}  // namespace
+
+std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold) {
+  return runs_above_impl(a, threshold, nullptr);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold, double lo,
+                                                            double hi, bool& inside) {
+  RangeCheck rc;
+  auto runs = runs_above_impl(a, threshold, &rc);
+  inside = rc.inside(lo, hi);
   return runs;
 }
 

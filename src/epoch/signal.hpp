@@ -77,10 +77,26 @@ std::vector<double> resample_uniform(std::span<const double> time_s, std::span<c
 // of samples that were NaN; 1.0 (and the vector untouched) when every sample is NaN.
 double fill_gaps(std::vector<double>& x);
 
+// Subsample of a long series for robust levels and scales (quantiles, line fits, medians of
+// differences): all of a series of at most `max_count` values (blocks = 1, block = n), else
+// max_count / 16 blocks of 16 consecutive values, block j starting at
+// floor(j * (n - 16) / (blocks - 1)): spread evenly from the first sample to the last. A
+// strided subsample cost one cache miss per value (16,384 per channel); a block of 16 shares
+// two or three cache lines.
+struct SampleLayout {
+  std::size_t blocks = 0, block = 0, n = 0;
+  [[nodiscard]] std::size_t size() const { return blocks * block; }
+  [[nodiscard]] std::size_t start(std::size_t j) const { return blocks > 1 ? j * (n - block) / (blocks - 1) : 0; }
+  [[nodiscard]] std::size_t index(std::size_t k) const { return start(k / block) + k % block; }
+};
+SampleLayout sample_layout(std::size_t n, std::size_t max_count = 16384);
+// x at the layout's indices, in order.
+void gather(std::span<const double> x, const SampleLayout& layout, std::vector<double>& out);
+
 // q-quantile (0..1) of the values; copies. NaN-free input expected.
 double quantile(std::span<const double> x, double q);
 double median(std::span<const double> x);
-// The same on an evenly strided subsample of at most `max_count` values (robust levels and
+// The same on the sample_layout() subsample of at most `max_count` values (robust levels and
 // scales of long series; exact for shorter ones).
 double quantile_sampled(std::span<const double> x, double q, std::size_t max_count = 16384);
 
@@ -114,6 +130,10 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
 // Runs [begin, end) of samples whose centred 3-sample mean (2 at the edges; the value itself
 // when n == 1) is above `threshold`, computed as (a[i-1] + a[i] + a[i+1]) / 3.0 > threshold.
 std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold);
+// The same, and in the same sweep whether every a[i] is inside [lo, hi] (NaN is not): the
+// activity channel's range check, without a pass of its own. The runs are meaningless when not.
+std::vector<std::pair<std::size_t, std::size_t>> runs_above(std::span<const double> a, double threshold, double lo,
+                                                            double hi, bool& inside);
 
 // Reading step of a quantised channel: the smallest difference d between distinct values
 // among the first `max_count` finite readings with d > 1e-9 (|upper value| + 1); 0 if none.

@@ -9,6 +9,7 @@
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/epoch/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
+#include "../../../src/epoch/signal.hpp"
 
 namespace epochcast {
 namespace {
@@ -154,6 +155,49 @@ TEST(BadInput, AbsurdValuesAreIgnoredAndCounted) {
   ASSERT_TRUE(seg.found) << seg.reason;
   EXPECT_LE(std::abs(seg.period_s - s.truth.period_s) / s.truth.period_s, 0.02);
   EXPECT_NE(seg.reason.find("implausible gpu_util_pct"), std::string::npos) << seg.reason;
+}
+
+// Over 16,384 samples the activity channel's levels come from a block subsample and its
+// range check rides on the busy-run sweep: bad readings between the blocks are still found,
+// counted and repaired.
+TEST(BadInput, LongTraceBadActivityReadingsBetweenSubsampleBlocksAreFound) {
+  SyntheticSpec spec;
+  spec.period_s = 10;
+  spec.epochs = 1000;  // 100,000 samples: the blocks hold one in six
+  auto s = make_synthetic_trace(spec, 12);
+  auto& u = s.trace.find(Metric::kGpuUtil)->values;
+  const auto layout = signal::sample_layout(u.size());
+  ASSERT_GT(layout.blocks, 1u);
+  auto between = [&](std::size_t j) { return (layout.start(j) + layout.block + layout.start(j + 1)) / 2; };
+  ASSERT_GT(layout.start(1), 2 * layout.block);
+  // Finite implausible readings only: a NaN would also be caught by the z-score sweep.
+  for (std::size_t j : {10u, 400u, 900u}) u[between(j)] = 250;
+  u[between(600)] = -5;
+  const auto seg = detect_epochs(s.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_LE(std::abs(seg.period_s - s.truth.period_s) / s.truth.period_s, 0.02);
+  EXPECT_NE(seg.reason.find("4 implausible gpu_util_pct values ignored"), std::string::npos) << seg.reason;
+}
+
+// ... and an activity channel mostly missing outside the subsample is dropped as before, the
+// next activity channel (power) taking over.
+TEST(BadInput, LongTraceActivityChannelMissingOutsideTheSubsampleIsDropped) {
+  SyntheticSpec spec;
+  spec.period_s = 10;
+  spec.epochs = 1000;  // 100,000 samples: the blocks hold one in six
+  auto s = make_synthetic_trace(spec, 13);
+  auto& u = s.trace.find(Metric::kGpuUtil)->values;
+  const auto layout = signal::sample_layout(u.size());
+  ASSERT_GT(layout.blocks, 1u);
+  std::vector<bool> keep(u.size(), false);
+  for (std::size_t k = 0; k < layout.size(); ++k) keep[layout.index(k)] = true;
+  for (std::size_t i = 0; i < 5; ++i) keep[i] = keep[u.size() - 1 - i] = true;
+  for (std::size_t i = 0; i < u.size(); ++i)
+    if (!keep[i]) u[i] = kNaN;
+  const auto seg = detect_epochs(s.trace);
+  EXPECT_NE(seg.reason.find("gpu_util_pct dropped"), std::string::npos) << seg.reason;
+  EXPECT_TRUE(seg.found) << seg.reason;
+  if (seg.found) EXPECT_LE(std::abs(seg.period_s - s.truth.period_s) / s.truth.period_s, 0.02);
 }
 
 TEST(BadInput, MismatchedChannelLengthIsSkipped) {

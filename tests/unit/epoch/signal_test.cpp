@@ -322,6 +322,67 @@ TEST_P(Signal, RunsAboveMatchesCentredMeanLoop) {
   }
 }
 
+// The busy-run sweep's range check (the activity channel is checked there, not in a pass of
+// its own): the same runs as without it, and bad readings found at every position.
+TEST_P(Signal, RunsAboveWithRangeCheckFindsBadReadingsAnywhere) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  std::mt19937_64 rng(11);
+  for (std::size_t n = 1; n < 140; ++n) {
+    std::vector<double> a(n);
+    for (auto& v : a) v = static_cast<double>(std::uniform_int_distribution<int>(0, 100)(rng));
+    for (double threshold : {20.0, 50.0, 1e308}) {  // 1e308: the division fallback
+      bool inside = false;
+      EXPECT_EQ(runs_above(a, threshold, 0, 100.5, inside), runs_above(a, threshold)) << n;
+      EXPECT_TRUE(inside) << n;
+    }
+    for (std::size_t at = 0; at < n; ++at)
+      for (double bad : {kNaN, kInf, -kInf, 250.0, -1.0}) {
+        auto b = a;
+        b[at] = bad;
+        bool inside = true;
+        runs_above(b, 50.0, 0, 100.5, inside);
+        EXPECT_FALSE(inside) << n << " at " << at << " " << bad;
+        inside = true;
+        runs_above(b, 1e308, 0, 100.5, inside);
+        EXPECT_FALSE(inside) << n << " at " << at << " " << bad;
+      }
+  }
+}
+
+// Block subsample: all of a short series; else max_count / 16 blocks of 16 consecutive
+// indices, evenly spread from the first sample to near the last.
+TEST(SampleLayout, ShortSeriesWholeLongSeriesInEvenBlocks) {
+  for (std::size_t n : {0u, 1u, 17u, 16384u}) {
+    const auto l = sample_layout(n);
+    EXPECT_EQ(l.size(), n);
+    for (std::size_t k = 0; k < n; ++k) ASSERT_EQ(l.index(k), k);
+  }
+  for (std::size_t n : {16385u, 16400u, 100000u, 864000u, 3000001u}) {
+    const auto l = sample_layout(n);
+    ASSERT_EQ(l.size(), 16384u) << n;
+    EXPECT_EQ(l.block, 16u);
+    EXPECT_EQ(l.index(0), 0u);
+    EXPECT_EQ(l.index(l.size() - 1), n - 1) << n;  // first to last sample
+    for (std::size_t j = 1; j < l.blocks; ++j) {   // evenly: spacing differs by at most one
+      ASSERT_GE(l.start(j) - l.start(j - 1), 16u) << n << " " << j;  // blocks do not overlap
+      ASSERT_LE(l.start(j) - l.start(j - 1), (n - 16) / (l.blocks - 1) + 1) << n << " " << j;
+    }
+    for (std::size_t k = 1; k < l.size(); ++k) ASSERT_GT(l.index(k), l.index(k - 1)) << n << " " << k;
+    std::vector<double> x(n), got;
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<double>(i);
+    gather(x, l, got);
+    ASSERT_EQ(got.size(), l.size());
+    for (std::size_t k = 0; k < got.size(); ++k) ASSERT_EQ(got[k], static_cast<double>(l.index(k))) << n << " " << k;
+  }
+  // quantile_sampled reads the same subsample (exact below max_count).
+  std::vector<double> ramp(50000);
+  for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<double>(i);
+  const double median = quantile_sampled(ramp, 0.5);
+  EXPECT_NEAR(median, 25000, 50000.0 / 1024);
+  std::vector<double> short_ramp(ramp.begin(), ramp.begin() + 999);
+  EXPECT_EQ(quantile_sampled(short_ramp, 0.5), quantile(short_ramp, 0.5));
+}
+
 TEST_P(Signal, FastChecksFindNaNAndInfinityAnywhere) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   for (std::size_t n = 1; n < 40; ++n)
@@ -504,6 +565,19 @@ TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
       for (auto& v : a) v = static_cast<double>(std::uniform_int_distribution<int>(0, 3)(rng)) * 0.5;
       auto runs = [&] { return runs_above(a, threshold); };
       EXPECT_EQ(on_path(Simd::kBaseline, runs), on_path(Simd::kAvx2, runs)) << n << " " << threshold;
+      for (const std::size_t at : bad_positions(a.size()))
+        for (double bad : {kNaN, 9.0, 0.25}) {  // 0.25: inside the range, nothing to find
+          auto b = a;
+          b[at] = bad;
+          auto checked = [&] {
+            bool inside = true;
+            auto r = runs_above(b, threshold, 0, 2, inside);
+            return std::pair{r, inside};
+          };
+          const auto base = on_path(Simd::kBaseline, checked);
+          EXPECT_EQ(base, on_path(Simd::kAvx2, checked)) << n << " at " << at << " " << bad;
+          EXPECT_EQ(base.second, bad == 0.25) << n << " at " << at << " " << bad;
+        }
     }
   }
 }
