@@ -26,7 +26,8 @@ void pair_features(const PairSchema& schema, const FeatureRow& source, double so
 
 // The physical prior of log(target/source) for a pair-feature vector: the Amdahl split where
 // the memory-busy share of the epoch scales with bandwidth, the rest of the busy share with
-// FP32 and the idle share not at all. Falls back when channels are missing: without memory
+// FP32^busy x SM clock^(1 - busy) (small kernels of a mostly idle GPU scale with the clock) and
+// the idle share not at all. Falls back when channels are missing: without memory
 // utilisation the busy share scales with sqrt(FP32 x bandwidth); without GPU utilisation the
 // whole epoch does. Always finite when both GPUs have FP32 and bandwidth in the catalog.
 [[nodiscard]] double prior_log_ratio(const PairSchema& schema, std::span<const double> x);

@@ -636,7 +636,7 @@ std::string model_to_json(const StackedModel& m) {
       {"learners", learners},
       {"meta_weights", m.meta_weights_},
       {"meta_weights_unseen_gpu", m.meta_weights_unseen_},
-      {"prior", m.options_.residual_over_prior ? "amdahl.memory_split" : "none"},
+      {"prior", m.options_.residual_over_prior ? "amdahl.memory_clock_split" : "none"},
       {"interval",
        {{"level", m.options_.interval_level},
         {"half_width_log", m.interval_q_log_},

@@ -20,7 +20,7 @@
 namespace epochcast {
 
 // Model file format version; bump when the file layout or the pair features change.
-inline constexpr int kModelFormatVersion = 3;
+inline constexpr int kModelFormatVersion = 4;  // 4: the prior's compute share scales with FP32^busy x clock^(1-busy)
 
 // Called during long work: what is being done, how much of it is done.
 using ProgressFn = std::function<void(std::string_view stage, std::size_t done, std::size_t total)>;

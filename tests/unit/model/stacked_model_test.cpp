@@ -441,7 +441,7 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
   const GpuSpec& a10g = *catalog->find("a10g");
   const nlohmann::json j = nlohmann::json::parse(model_to_json(*model));
   const auto clamp = j["log_ratio_clamp"].get<std::vector<double>>();
-  EXPECT_EQ(j["prior"], "amdahl.memory_split");
+  EXPECT_EQ(j["prior"], "amdahl.memory_clock_split");
   std::vector<double> x(schema.names.size());
   for (std::size_t i = 0; i < data->rows.size(); i += 11) {
     const DatasetRow& r = data->rows[i];
@@ -533,13 +533,49 @@ TEST(Prior, FallsBackWhenUtilisationChannelsAreMissing) {
   f.set(Metric::kMemUtil, Stat::kMean, 30.0);
   pair_features(schema, f, 10.0, t4, v100, x);
   const double compute = v100.fp32_tflops / t4.fp32_tflops, bw = v100.memory_bandwidth_gbs / t4.memory_bandwidth_gbs;
-  EXPECT_NEAR(prior_log_ratio(schema, x), std::log(0.3 / bw + 0.5 / compute + 0.2), 1e-12);
+  const double clock = v100.max_sm_clock_mhz / t4.max_sm_clock_mhz;
+  EXPECT_NEAR(prior_log_ratio(schema, x),
+              std::log(0.3 / bw + 0.5 / (std::pow(compute, 0.8) * std::pow(clock, 0.2)) + 0.2), 1e-12);
   f.set(Metric::kMemUtil, Stat::kMean, NAN);
   pair_features(schema, f, 10.0, t4, v100, x);
   EXPECT_NEAR(prior_log_ratio(schema, x), std::log(0.8 / std::sqrt(compute * bw) + 0.2), 1e-12);
   f.set(Metric::kGpuUtil, Stat::kMean, NAN);
   pair_features(schema, f, 10.0, t4, v100, x);
   EXPECT_NEAR(prior_log_ratio(schema, x), -0.5 * std::log(compute * bw), 1e-12);
+}
+
+// The compute-busy share's speed-up runs from the SM clock ratio (GPU almost idle: small kernels)
+// to the FP32 ratio (always busy); a catalog row without a clock falls back to FP32.
+TEST(Prior, ComputeShareScalesFromClockToFp32WithUtilisation) {
+  const GpuCatalog catalog = load_gpu_catalog(kCatalog);
+  const GpuSpec& p100 = *catalog.find("p100");
+  const GpuSpec& a10g = *catalog.find("a10g");
+  const PairSchema& schema = pair_schema(false);
+  std::vector<double> x(schema.names.size());
+  const double compute = a10g.fp32_tflops / p100.fp32_tflops, clock = a10g.max_sm_clock_mhz / p100.max_sm_clock_mhz;
+  ASSERT_GT(std::abs(std::log(compute / clock)), 0.1);  // the two ratios differ enough to tell apart
+  FeatureRow f;
+  f.set(Metric::kMemUtil, Stat::kMean, 0.0);
+  f.set(Metric::kGpuUtil, Stat::kMean, 100.0);
+  pair_features(schema, f, 10.0, p100, a10g, x);
+  EXPECT_NEAR(prior_log_ratio(schema, x), -std::log(compute), 1e-12);
+  f.set(Metric::kGpuUtil, Stat::kMean, 10.0);
+  pair_features(schema, f, 10.0, p100, a10g, x);
+  EXPECT_NEAR(prior_log_ratio(schema, x), std::log(0.1 / (std::pow(compute, 0.1) * std::pow(clock, 0.9)) + 0.9), 1e-12);
+  GpuSpec no_clock = a10g;
+  no_clock.max_sm_clock_mhz = 0;
+  pair_features(schema, f, 10.0, p100, no_clock, x);
+  EXPECT_NEAR(prior_log_ratio(schema, x), std::log(0.1 / compute + 0.9), 1e-12);
+  // Between the ends the prior is monotone in utilisation: more busy time, more of it sped up.
+  double last = 0.0;
+  for (double u = 0.0; u <= 100.0; u += 5.0) {
+    f.set(Metric::kGpuUtil, Stat::kMean, u);
+    pair_features(schema, f, 10.0, p100, a10g, x);
+    const double v = prior_log_ratio(schema, x);
+    ASSERT_TRUE(std::isfinite(v));
+    if (compute > 1 && clock > 1) EXPECT_LE(v, last + 1e-12) << u;
+    last = v;
+  }
 }
 
 // A GPU-held-out fold can leave only a couple of training pairs: fitted, not crashed.
