@@ -139,10 +139,10 @@ TEST(Predict, BundledValidationFiguresBelongToTheDefaultModel) {
 }
 
 // Figures measured with other fit options are not shown, and the note says which option
-// (every option that changes the model, e.g. --kernel-ridge, not only the first few).
+// (every option that changes the model, e.g. --linear-ridge, not only the first few).
 TEST(Predict, ValidationFiguresOfOtherFitOptionsAreRefusedByName) {
   const std::pair<const char*, nlohmann::json> changes[] = {
-      {"meta_gpu_folds", false}, {"kernel_ridge", true}, {"tree_max_features", 0.8}};
+      {"meta_gpu_folds", false}, {"kernel_ridge", false}, {"tree_max_features", 0.8}};
   for (const auto& [key, value] : changes) {
     const fs::path dir = fs::temp_directory_path() / ("epochcast-validation-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir);
