@@ -11,7 +11,7 @@ import os, sys, pickle, argparse
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np, pandas as pd
-from compare_sklearn import pair_table, base_learners, splits
+from compare_sklearn import pair_table, base_learners, near_columns, splits
 from sklearn.base import clone
 from sklearn.model_selection import GroupKFold
 from scipy.optimize import nnls, linprog
@@ -49,15 +49,18 @@ def add_features(P, variant):
     return P
 
 def fit_all(X, r, seed, sel):
-    return [clone(est).fit(X, r) for i, (_, est) in enumerate(base_learners(seed)) if i in sel]
+    return [clone(est).fit(X, r) for i, (_, est) in enumerate(base_learners(seed, COLS, "linear")) if i in sel]  # format 3's stack
 
 def pred_all(ms, X, lo, hi):
     return np.column_stack([np.clip(m.predict(X), lo, hi) for m in ms])
 
+COLS = None  # kNN columns, set by outer()
 WINS = float(os.environ.get("WINS", "0"))
 def outer(P, feats, protocol, seed, sel=(0, 1, 2, 3)):
+    global COLS
+    COLS = near_columns(feats)
     X, y = P[feats].to_numpy(float), P._y.to_numpy()
-    prior = P["amdahl.activity_split" if "amdahl.activity_split" in P else "amdahl.memory_split"].to_numpy()
+    prior = P["amdahl.activity_split" if "amdahl.activity_split" in P else "amdahl.memory_clock_split"].to_numpy()
     models, sources, targets = P._model.to_numpy(), P._source.to_numpy(), P._target.to_numpy()
     out = []
     for tr, te in splits(P, protocol, seed):

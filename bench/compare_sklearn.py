@@ -18,13 +18,26 @@ around its fit, epochcast's `fit_cpu_seconds` (and the whole `epochcast fit` pro
 loads the data and writes the model, for binaries without that field). On a shared machine
 other jobs inflate wall time, not CPU time; wall time is what a user waits for on a free one.
 
+--stack kernel (default) mirrors epochcast's default stack (model format 4); --stack linear the
+format-3 stack, which newer binaries fit with `--linear-ridge` (a --reference-cli older than
+format 4 is run without flags: its default was that stack).
+
 scikit-learn has no XGBoost here (Debian ships none for Python), so its gradient boosting
 stands in: HistGradientBoostingRegressor, with epochcast's XGBoost settings where it has them
-(150 rounds, depth 4, learning rate 0.1, 32 bins a feature). As in epochcast, the learners fit the correction to the
-Amdahl prior (amdahl.memory_split), clamped to its training range widened by 10 %, and the meta
+(depth 4, 32 bins a feature; 50 rounds at learning rate 0.3, or 150 at 0.1 for --stack linear).
+Kernel ridge is Nystroem (RBF, 256 basis rows drawn by the seed) + Ridge on the kNN columns,
+imputed with the mean and standardised, exactly epochcast's subset-of-regressors objective;
+its length scale (0.25/0.5/1/2 x sqrt(columns)) and penalty (0.001-1) are chosen once per
+stack fit by 5-fold CV grouped by CNN model on the stack's training pairs, one Nystroem map
+per length scale shared by the folds (as epochcast shares its basis). kNN measures distance on
+the same columns as epochcast's. As in epochcast, the learners fit the correction to the
+Amdahl prior (amdahl.memory_clock_split), clamped to its training range widened by 10 %, and the meta
 learner is a non-negative linear regression (no intercept) on out-of-fold predictions from folds
-grouped by CNN model plus folds holding each target GPU out of both sides. StackingRegressor
-cannot take two fold sets, so the stacking is written out with scikit-learn's own estimators.
+grouped by CNN model plus folds holding each target GPU out of both sides; with kernel ridge
+these give the weights for a pair with a GPU outside training (kernel ridge left out), and the
+model-grouped plus 5 workload-grouped folds give those for a pair between training GPUs.
+StackingRegressor cannot take several fold sets, so the stacking is written out with
+scikit-learn's own estimators.
 """
 import argparse, json, os, resource, subprocess, sys, time
 
@@ -35,8 +48,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import ExtraTreesRegressor, HistGradientBoostingRegressor
-from sklearn.linear_model import LinearRegression, RidgeCV
+from sklearn.kernel_approximation import Nystroem
+from sklearn.linear_model import LinearRegression, Ridge, RidgeCV
 from sklearn.model_selection import GroupKFold
 from sklearn.neighbors import KNeighborsRegressor
 from sklearn.pipeline import make_pipeline
@@ -49,6 +64,10 @@ METRICS = ["utilization_gpu", "utilization_memory", "power_drawW", "clocks_curre
 SPECS = ["fp32_tflops", "tensor_fp16_tflops", "memory_bandwidth_gbs", "sm_count", "max_sm_clock_mhz",
          "l2_cache_mib", "memory_gib", "tdp_w"]
 AMDAHL = ["fp32_tflops", "tensor_fp16_tflops", "memory_bandwidth_gbs", "sm_count", "max_sm_clock_mhz"]
+# epochcast's kNN and kernel ridge columns (learner_config in src/model/stacked_model.cpp).
+NEAR_COLUMNS = ("src.log_epoch_s", "src.power_mean_over_tdp", "src.sm_clock_mean_over_max",
+                "src.utilization_gpu_mean", "src.utilization_memory_mean")
+KERNEL_SCALES, KERNEL_LAMBDAS, KERNEL_BASIS = (0.25, 0.5, 1.0, 2.0), (0.001, 0.01, 0.1, 1.0), 256
 
 
 def pair_table(data_csv, gpus_csv):
@@ -82,7 +101,11 @@ def pair_table(data_csv, gpus_csv):
                 comp, bw = tg.fp32_tflops / sg.fp32_tflops, tg.memory_bandwidth_gbs / sg.memory_bandwidth_gbs
                 f["amdahl.fp32_and_bandwidth"] = np.log(busy / np.sqrt(comp * bw) + 1 - busy)
                 other = max(0.0, busy - mem)
-                f["amdahl.memory_split"] = np.log(mem / bw + other / comp + 1 - mem - other)
+                # The compute share's speed-up moves from the SM clock ratio (idle) to the FP32
+                # ratio (busy), as src/model/pair_features.cpp (model format 4).
+                clock = tg.max_sm_clock_mhz / sg.max_sm_clock_mhz
+                busy_comp = comp ** busy * clock ** (1 - busy) if np.isfinite(clock) else comp
+                f["amdahl.memory_clock_split"] = np.log(mem / bw + other / busy_comp + 1 - mem - other)
                 f["_y"] = np.log(t["one_epoch_average_second"] / s["one_epoch_average_second"])
                 f["_model"], f["_workload"] = s["model"], s["workload"]
                 f["_source"], f["_target"] = sg.id, tg.id
@@ -91,53 +114,110 @@ def pair_table(data_csv, gpus_csv):
     return pd.DataFrame(rows)
 
 
-def base_learners(seed):
+def near_columns(feats):
+    return [i for i, n in enumerate(feats) if n.startswith(("amdahl.", "ratio.")) or n in NEAR_COLUMNS]
+
+
+def select(cols):
+    return ColumnTransformer([("columns", "passthrough", cols)])
+
+
+def kernel_ridge(cols, seed, length_scale, lam):
+    return make_pipeline(select(cols), SimpleImputer(), StandardScaler(),
+                         Nystroem(gamma=0.5 / length_scale**2, n_components=KERNEL_BASIS, random_state=seed),
+                         Ridge(alpha=lam))
+
+
+def base_learners(seed, cols, stack="kernel", kernel=None):
+    rounds, eta = (50, 0.3) if stack == "kernel" else (150, 0.1)
+    gbm = ("gbm", HistGradientBoostingRegressor(max_iter=rounds, learning_rate=eta, max_depth=4, max_bins=32,
+                                                random_state=seed))
+    if stack == "kernel":
+        second = ("kernel_ridge", kernel_ridge(cols, seed, *(kernel or (np.sqrt(len(cols)), 0.1))))
+    else:
+        second = ("ridge", make_pipeline(SimpleImputer(), StandardScaler(), RidgeCV(alphas=np.logspace(-2, 3, 10))))
     return [
-        ("gbm", HistGradientBoostingRegressor(max_iter=150, learning_rate=0.1, max_depth=4, max_bins=32,
-                                               random_state=seed)),
-        ("ridge", make_pipeline(SimpleImputer(), StandardScaler(), RidgeCV(alphas=np.logspace(-2, 3, 10)))),
-        ("knn", make_pipeline(SimpleImputer(), StandardScaler(), KNeighborsRegressor(7, weights="distance"))),
+        gbm, second,
+        ("knn", make_pipeline(select(cols), SimpleImputer(), StandardScaler(), KNeighborsRegressor(7, weights="distance"))),
         ("extra_trees", make_pipeline(SimpleImputer(strategy="median"),
                                       ExtraTreesRegressor(100, min_samples_leaf=2, max_features=0.5,
                                                           random_state=seed, n_jobs=2))),
     ]
 
 
-class PriorStack:
-    """epochcast's stack with scikit-learn parts: learners fit y - prior, meta on two fold sets."""
+def tune_kernel(X, r, models, cols, seed):
+    """Length scale and penalty by 5-fold CV grouped by CNN model, total squared error."""
+    Z = make_pipeline(select(cols), SimpleImputer(), StandardScaler()).fit_transform(X)
+    folds = list(GroupKFold(n_splits=min(5, len(np.unique(models)))).split(Z, groups=models))
+    best, best_sse = (np.sqrt(len(cols)), 0.1), np.inf
+    for rel in KERNEL_SCALES:
+        scale = rel * np.sqrt(len(cols))
+        phi = Nystroem(gamma=0.5 / scale**2, n_components=KERNEL_BASIS, random_state=seed).fit_transform(Z)
+        # One Ridge per fold fits every penalty at once (one target column per penalty): XᵀX once.
+        sse = np.zeros(len(KERNEL_LAMBDAS))
+        for tr, te in folds:
+            fit = Ridge(alpha=np.array(KERNEL_LAMBDAS)).fit(phi[tr], np.tile(r[tr, None], len(KERNEL_LAMBDAS)))
+            sse += ((fit.predict(phi[te]) - r[te, None]) ** 2).sum(axis=0)
+        for lam, e in zip(KERNEL_LAMBDAS, sse):
+            if e < best_sse:
+                best, best_sse = (scale, lam), e
+    return best
 
-    def __init__(self, seed):
-        self.seed = seed
+
+def nnls(a, b, cols):
+    w = np.zeros(a.shape[1])
+    w[cols] = LinearRegression(positive=True, fit_intercept=False).fit(a[:, cols], b).coef_
+    return w
+
+
+class PriorStack:
+    """epochcast's stack with scikit-learn parts: learners fit y - prior, meta on several fold sets."""
+
+    def __init__(self, seed, cols, stack="kernel"):
+        self.seed, self.cols, self.stack = seed, cols, stack
+        self.kernel = None
 
     def _fit_all(self, X, r):
-        return [clone(est).fit(X, r) for _, est in base_learners(self.seed)]
+        return [clone(est).fit(X, r) for _, est in base_learners(self.seed, self.cols, self.stack, self.kernel)]
 
     def _predict_all(self, models, X):
         return np.column_stack([np.clip(m.predict(X), self.lo, self.hi) for m in models])
 
-    def fit(self, X, y, prior, models, sources, targets):
+    def _oof(self, X, r, split_list):
+        rows, oof = [], []
+        for tr, te in split_list:
+            rows.append(te); oof.append(self._predict_all(self._fit_all(X[tr], r[tr]), X[te]))
+        return (np.concatenate(rows), np.vstack(oof)) if rows else (np.zeros(0, int), np.zeros((0, 4)))
+
+    def fit(self, X, y, prior, models, sources, targets, workloads):
         r = y - prior
         span = r.max() - r.min()
         self.lo, self.hi = r.min() - 0.1 * span, r.max() + 0.1 * span
-        rows, oof = [], []
-        groups = np.unique(models)
-        for tr, te in GroupKFold(n_splits=min(5, len(groups))).split(X, groups=models):
-            rows.append(te); oof.append(self._predict_all(self._fit_all(X[tr], r[tr]), X[te]))
+        self.sources, self.targets = set(sources), set(targets)
+        if self.stack == "kernel":
+            self.kernel = tune_kernel(X, r, models, self.cols, self.seed)
+        model_rows, model_oof = self._oof(X, r, GroupKFold(n_splits=min(5, len(np.unique(models)))).split(X, groups=models))
+        gpu_splits = []
         if len(np.unique(targets)) >= 3:
             for g in np.unique(targets):
                 tr = (sources != g) & (targets != g)
-                te = targets == g
                 if tr.any():
-                    rows.append(np.where(te)[0])
-                    oof.append(self._predict_all(self._fit_all(X[tr], r[tr]), X[te]))
-        idx = np.concatenate(rows)
-        meta = LinearRegression(positive=True, fit_intercept=False).fit(np.vstack(oof), r[idx])
-        self.weights = meta.coef_
+                    gpu_splits.append((np.where(tr)[0], np.where(targets == g)[0]))
+        gpu_rows, gpu_oof = self._oof(X, r, gpu_splits)
+        a, b = np.vstack([model_oof, gpu_oof]), r[np.concatenate([model_rows, gpu_rows])]
+        if self.stack == "kernel":
+            self.weights_unseen = nnls(a, b, [0, 2, 3])  # kernel ridge does not extrapolate to a new GPU
+            w_rows, w_oof = self._oof(X, r, GroupKFold(n_splits=min(5, len(np.unique(workloads)))).split(X, groups=workloads))
+            self.weights = nnls(np.vstack([model_oof, w_oof]), r[np.concatenate([model_rows, w_rows])], [0, 1, 2, 3])
+        else:
+            self.weights = self.weights_unseen = nnls(a, b, [0, 1, 2, 3])
         self.models = self._fit_all(X, r)
         return self
 
-    def predict(self, X, prior):
-        return prior + self._predict_all(self.models, X) @ self.weights
+    def predict(self, X, prior, sources, targets):
+        seen = np.array([s in self.sources and t in self.targets for s, t in zip(sources, targets)])
+        corr = self._predict_all(self.models, X)
+        return prior + np.where(seen, corr @ self.weights, corr @ self.weights_unseen)
 
 
 def splits(P, protocol, seed):
@@ -165,6 +245,8 @@ def main():
     ap.add_argument("--protocol", default="lomo", choices=["lomo", "kfold", "logo"])
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--repeat", type=int, default=1, help="one-fit-on-all-pairs timings per side; the fastest is reported")
+    ap.add_argument("--stack", default="kernel", choices=["kernel", "linear"],
+                    help="kernel: the default stack (model format 4); linear: format 3's (`--linear-ridge`)")
     a = ap.parse_args()
     clis = [("epochcast", a.cli)] + ([("reference", a.reference_cli)] if a.reference_cli else [])
 
@@ -174,14 +256,17 @@ def main():
     print(f"{len(P)} pairs, {len(feats)} features, protocol {a.protocol}, all-pairs fit best of {a.repeat}")
 
     # The prior with epochcast's fallbacks for missing utilisation channels (none in this data).
-    prior = P["amdahl.memory_split"].fillna(P["amdahl.fp32_and_bandwidth"]).fillna(
+    prior = P["amdahl.memory_clock_split"].fillna(P["amdahl.fp32_and_bandwidth"]).fillna(
         -0.5 * (P["ratio.log_fp32_tflops"] + P["ratio.log_memory_bandwidth_gbs"])).to_numpy()
-    groups = (P._model.to_numpy(), P._source.to_numpy(), P._target.to_numpy())
+    groups = (P._model.to_numpy(), P._source.to_numpy(), P._target.to_numpy(), P._workload.to_numpy())
+    cols = near_columns(feats)
+    # The reference binary is taken to predate format 4: its default is the linear stack.
+    flags = {"epochcast": ["--linear-ridge"] if a.stack == "linear" else [], "reference": []}
 
-    def ec_fit(cli):
+    def ec_fit(name, cli):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = json.loads(subprocess.run([cli, "fit", "--data", a.data, "--catalog", a.gpus, "-o",
-                                         "/tmp/compare_sklearn.model.json", "--seed", str(a.seed), "--json"],
+                                         "/tmp/compare_sklearn.model.json", "--seed", str(a.seed), "--json"] + flags[name],
                                         check=True, capture_output=True, text=True).stdout)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         process_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -191,11 +276,11 @@ def main():
     sk_fits, sk_cpus, ec_fits = [], [], {name: [] for name, _ in clis}
     for _ in range(max(1, a.repeat)):
         t0, c0 = time.perf_counter(), time.process_time()
-        PriorStack(a.seed).fit(X, y, prior, *groups)
+        PriorStack(a.seed, cols, a.stack).fit(X, y, prior, *groups)
         sk_fits.append(time.perf_counter() - t0)
         sk_cpus.append(time.process_time() - c0)
         for name, cli in clis:
-            ec_fits[name].append(ec_fit(cli))
+            ec_fits[name].append(ec_fit(name, cli))
     sk_fit_s, sk_cpu_s = min(sk_fits), min(sk_cpus)
 
     pred = np.full(len(P), np.nan)
@@ -203,10 +288,10 @@ def main():
     for train, test in splits(P, a.protocol, a.seed):
         train, test = train.to_numpy(), test.to_numpy()
         t0, c0 = time.perf_counter(), time.process_time()
-        m = PriorStack(a.seed).fit(X[train], y[train], prior[train], *(g[train] for g in groups))
+        m = PriorStack(a.seed, cols, a.stack).fit(X[train], y[train], prior[train], *(g[train] for g in groups))
         sk_protocol_s += time.perf_counter() - t0
         sk_protocol_cpu_s += time.process_time() - c0
-        pred[test] = m.predict(X[test], prior[test])
+        pred[test] = m.predict(X[test], prior[test], groups[1][test], groups[2][test])
     ok = ~np.isnan(pred)
     ape = np.abs(np.exp(pred[ok]) - np.exp(y[ok])) / np.exp(y[ok]) * 100
     sk_mape = ape.mean()
@@ -215,8 +300,8 @@ def main():
     evs = {}
     for name, cli in clis:
         evs[name] = json.loads(subprocess.run([cli, "eval", "--data", a.data, "--catalog", a.gpus, "--protocol", a.protocol,
-                                               "--seed", str(a.seed), "--json"], check=True, capture_output=True,
-                                              text=True).stdout)
+                                               "--seed", str(a.seed), "--json"] + flags[name], check=True,
+                                              capture_output=True, text=True).stdout)
 
     def best(name, k):
         values = [f[k] for f in ec_fits[name] if f[k] is not None]
@@ -237,7 +322,7 @@ def main():
               f"{a.protocol} folds {sk_protocol_s / ev['fit_seconds']:.1f}x wall, "
               f"{sk_protocol_cpu_s / ev.get('fit_cpu_seconds', float('nan')):.1f}x CPU; "
               f"MAPE difference {ev['mape_pct'] - sk_mape:+.2f} points")
-    result = {"protocol": a.protocol, "pairs": int(len(P)), "repeat": a.repeat,
+    result = {"protocol": a.protocol, "stack": a.stack, "pairs": int(len(P)), "repeat": a.repeat,
               "sklearn": {"mape_pct": sk_mape, "fit_s": sk_fit_s, "fit_cpu_s": sk_cpu_s, "fit_s_all": sk_fits,
                           "protocol_fit_s": sk_protocol_s, "protocol_fit_cpu_s": sk_protocol_cpu_s}}
     for name, _ in clis:

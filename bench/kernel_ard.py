@@ -15,7 +15,7 @@ from compare_sklearn import pair_table, splits
 R = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 P = pair_table(f"{R}/data/nvidiasmi_devicequery_all.csv", f"{R}/data/gpus.csv")
 cols = [c for c in P.columns if c.startswith("amdahl.") or c.startswith("ratio.")] + ["src.log_epoch_s","src.power_mean_over_tdp","src.sm_clock_mean_over_max","src.utilization_gpu_mean","src.utilization_memory_mean"]
-X = P[cols].to_numpy(float); y = P._y.to_numpy(); prior = P["amdahl.memory_split"]  # compare_sklearn.py's pair table: the format-3 prior.to_numpy()
+X = P[cols].to_numpy(float); y = P._y.to_numpy(); prior = P["amdahl.memory_clock_split"]  # compare_sklearn.py's pair table: the format-4 prior.to_numpy()
 models = P._model.to_numpy()
 SG = [0.25, 0.5, 1, 2]; LG = [0.001, 0.01, 0.1, 1]
 

@@ -74,7 +74,7 @@ void BM_FitAllPairs(benchmark::State& state) {
 }
 BENCHMARK(BM_FitAllPairs)->Unit(benchmark::kSecond)->Iterations(1)->MeasureProcessCPUTime();
 
-// Per learner (0 xgboost, 1 ridge, 2 knn, 3 extra_trees): where the time of the two above goes.
+// Per learner (0 xgboost, 1 kernel ridge, 2 knn, 3 extra_trees): where the time of the two above goes.
 struct PerLearner {
   Matrix x;
   std::vector<double> y;
@@ -103,6 +103,11 @@ struct PerLearner {
     const auto j = nlohmann::json::parse(model_to_json(s.model));
     for (const auto& lj : j["learners"]) {
       if (lj["name"] == "knn") config.knn_columns = lj["state"]["columns"].get<std::vector<std::size_t>>();
+      if (lj["name"] == "kernel_ridge") {  // one fit with the stack's tuned length scale and λ
+        config.kernel_columns = lj["state"]["columns"].get<std::vector<std::size_t>>();
+        config.kernel_length_scale = lj["state"]["length_scale"].get<double>();
+        config.kernel_lambda = lj["state"]["lambda"].get<double>();
+      }
       fitted.push_back(make_learner(lj["name"], config));
       fitted.back()->from_json(lj["state"]);
     }

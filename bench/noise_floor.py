@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_sklearn import pair_table, ROOT, PriorStack, splits  # noqa: E402
+from compare_sklearn import pair_table, ROOT, PriorStack, near_columns, splits  # noqa: E402
 
 
 def ape_of_log(d):
@@ -101,14 +101,15 @@ def main():
           f"target run only {ape_of_log(r / np.sqrt(2)).mean():.2f} %")
 
     if a.protocol:
-        X = P[[c for c in P.columns if not c.startswith("_")]].to_numpy(float)
-        prior = P["amdahl.memory_split"].to_numpy()
-        groups = (P._model.to_numpy(), P._source.to_numpy(), P._target.to_numpy())
+        feats = [c for c in P.columns if not c.startswith("_")]
+        X = P[feats].to_numpy(float)
+        prior = P["amdahl.memory_clock_split"].to_numpy()
+        groups = (P._model.to_numpy(), P._source.to_numpy(), P._target.to_numpy(), P._workload.to_numpy())
         pred = np.full(len(P), np.nan)
         for train, test in splits(P, a.protocol, a.seed):
             train, test = train.to_numpy(), test.to_numpy()
-            m = PriorStack(a.seed).fit(X[train], y[train], prior[train], *(g[train] for g in groups))
-            pred[test] = m.predict(X[test], prior[test])
+            m = PriorStack(a.seed, near_columns(feats)).fit(X[train], y[train], prior[train], *(g[train] for g in groups))
+            pred[test] = m.predict(X[test], prior[test], groups[1][test], groups[2][test])
         if a.oof:
             np.savez(a.oof, pred=pred)
     elif a.oof:

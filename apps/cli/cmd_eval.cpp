@@ -53,7 +53,7 @@ void add_eval_command(CLI::App& app) {
     std::string data, test, catalog, protocol = "lomo";
     std::uint64_t seed = 42;
     bool json = false, progress = false, lenient = false, memory_features = false;
-    bool no_prior = false, no_gpu_folds = false, kernel_ridge = false;
+    bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("eval", "Cross-validate the stacked model (MAPE per learner and target GPU)");
@@ -71,9 +71,9 @@ void add_eval_command(CLI::App& app) {
                 "learners fit log(target/source) itself, not the correction to the Amdahl prior");
   cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
                 "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
-  cmd->add_flag("--kernel-ridge", opt->kernel_ridge,
-                "kernel ridge in place of ridge and XGBoost, with its own meta weights for GPUs seen in training "
-                "(off by default: docs/model.md)");
+  cmd->add_flag("--linear-ridge", opt->linear_ridge,
+                "the stack of model format 3: linear ridge in place of kernel ridge, one set of meta weights, "
+                "XGBoost 150 rounds at eta 0.1 (docs/model.md)");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print one JSON object");
   cmd->callback([opt] {
@@ -86,7 +86,11 @@ void add_eval_command(CLI::App& app) {
     fopt.include_memory_features = opt->memory_features;
     fopt.residual_over_prior = !opt->no_prior;
     fopt.meta_gpu_folds = !opt->no_gpu_folds;
-    fopt.kernel_ridge = opt->kernel_ridge;
+    if (opt->linear_ridge) {
+      fopt.kernel_ridge = false;
+      fopt.xgb_rounds = 150;
+      fopt.xgb_eta = 0.1;
+    }
     ProgressFn progress;
     if (opt->progress || isatty(STDERR_FILENO))
       progress = [](std::string_view what, std::size_t done, std::size_t total) {

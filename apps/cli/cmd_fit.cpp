@@ -35,7 +35,7 @@ void add_fit_command(CLI::App& app) {
     std::string data, catalog, output;
     std::uint64_t seed = 42;
     bool progress = false, json = false, lenient = false, memory_features = false;
-    bool no_prior = false, no_gpu_folds = false, kernel_ridge = false;
+    bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("fit", "Fit the stacked model on a dataset and save it");
@@ -50,9 +50,9 @@ void add_fit_command(CLI::App& app) {
                 "learners fit log(target/source) itself, not the correction to the Amdahl prior");
   cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
                 "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
-  cmd->add_flag("--kernel-ridge", opt->kernel_ridge,
-                "kernel ridge in place of ridge and XGBoost, with its own meta weights for GPUs seen in training "
-                "(off by default: docs/model.md)");
+  cmd->add_flag("--linear-ridge", opt->linear_ridge,
+                "the stack of model format 3: linear ridge in place of kernel ridge, one set of meta weights, "
+                "XGBoost 150 rounds at eta 0.1 (docs/model.md)");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->callback([opt] {
@@ -65,7 +65,11 @@ void add_fit_command(CLI::App& app) {
     fopt.include_memory_features = opt->memory_features;
     fopt.residual_over_prior = !opt->no_prior;
     fopt.meta_gpu_folds = !opt->no_gpu_folds;
-    fopt.kernel_ridge = opt->kernel_ridge;
+    if (opt->linear_ridge) {
+      fopt.kernel_ridge = false;
+      fopt.xgb_rounds = 150;
+      fopt.xgb_eta = 0.1;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();  // process CPU time, all threads
     const StackedModel model =

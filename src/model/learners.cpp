@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <functional>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <string_view>
 #include <thread>
 
 #include "epochcast/core/error.hpp"
@@ -683,6 +685,28 @@ class FastRng {
   std::uint64_t s_[4];
 };
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define EPOCHCAST_TREES_AVX2 1
+#define EPOCHCAST_AVX2 __attribute__((target("avx2")))
+#endif
+
+// The split scan in four-double AVX2 vectors when the processor has them (checked once; the
+// environment's EPOCHCAST_SIMD=baseline forces the SSE2 path, as for detection). Both paths
+// give the same results bit for bit: min/max and integer sums are exact in any order.
+bool trees_use_avx2() {
+#if EPOCHCAST_TREES_AVX2
+  static const bool use = [] {
+    const char* env = std::getenv("EPOCHCAST_SIMD");
+    if (env != nullptr && std::string_view(env) == "baseline") return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
+
 class ExtraTreesLearner final : public Learner {
  public:
   explicit ExtraTreesLearner(const LearnerConfig& c)
@@ -735,8 +759,9 @@ class ExtraTreesLearner final : public Learner {
     const Data data{columns.data(), x.rows, x.cols, y, y_fixed.data()};
     // Each tree has its own generator seeded from (seed, tree): same result for any thread count.
     auto work = [&](int first, int step) {
-      Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows),
-                      std::vector<std::int64_t>(x.rows), std::vector<std::uint32_t>(x.cols),
+      // Values and labels padded by a vector: the AVX2 scan reads whole vectors past a node's end.
+      Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows + 8),
+                      std::vector<std::int64_t>(x.rows + 8), std::vector<std::uint32_t>(x.cols),
                       std::vector<char>(x.cols, 0), {}};
       for (int t = first; t < trees_wanted_; t += step) {
         FastRng rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
@@ -879,9 +904,6 @@ class ExtraTreesLearner final : public Learner {
     const int id = static_cast<int>(nodes.size());
     nodes.push_back(Node{-1, 0, -1, -1, sum / static_cast<double>(n)});
     if (n < 2 * static_cast<std::size_t>(min_leaf_)) return id;
-    double best_score = -std::numeric_limits<double>::infinity();
-    int best_feature = -1;
-    double best_threshold = 0;
     // A random subset of the features per node (partial Fisher-Yates, reset per node so the
     // draw depends only on the tree's own generator).
     std::vector<std::uint32_t>& order = s.order;
@@ -892,34 +914,15 @@ class ExtraTreesLearner final : public Learner {
       std::swap(order[j], order[j + rng.below(static_cast<std::uint32_t>(d.cols - j))]);
     }
     const std::size_t marked_before = s.marked.size();
-    for (std::size_t j = 0; j < tries; ++j) {
-      const std::size_t c = order[j];
-      if (s.constant[c]) {
-        (void)rng.next();  // drawn for every feature: the stream does not depend on data
-        continue;
-      }
-      const double* col = d.columns + c * d.rows;
-      const auto [lo, hi] = gather_min_max(col, idx, n, vals);
-      const double u = rng.unit();
-      if (!(hi > lo)) {
-        s.constant[c] = 1;
-        s.marked.push_back(c);
-        continue;
-      }
-      const double threshold = lo + u * (hi - lo);
-      const auto [left_sum, left_n] = sum_at_or_below(vals, yv, n, threshold);
-      const std::size_t right_n = n - left_n;
-      if (left_n < static_cast<std::size_t>(min_leaf_) || right_n < static_cast<std::size_t>(min_leaf_))
-        continue;
-      const auto l = static_cast<double>(left_sum), r = static_cast<double>(sum_fixed - left_sum);
-      // Maximising this is maximising the variance reduction.
-      const double score = l * l / static_cast<double>(left_n) + r * r / static_cast<double>(right_n);
-      if (score > best_score) {
-        best_score = score;
-        best_feature = static_cast<int>(c);
-        best_threshold = threshold;
-      }
-    }
+    Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};
+    const Scan scan{d, idx, n, yv, vals, sum_fixed, static_cast<std::size_t>(min_leaf_), order.data(), tries};
+#if EPOCHCAST_TREES_AVX2
+    if (trees_use_avx2()) best = scan_avx2(scan, rng, s);
+    else
+#endif
+      best = scan_base(scan, rng, s);
+    const int best_feature = best.feature;
+    const double best_threshold = best.threshold;
     if (best_feature < 0) {
       unmark(s, marked_before);
       return id;
@@ -940,15 +943,144 @@ class ExtraTreesLearner final : public Learner {
     return id;
   }
 
+  struct Best {
+    double score;
+    int feature;
+    double threshold;
+  };
+  struct Scan {
+    const Data& d;
+    const std::uint32_t* idx;  // the node's rows
+    std::size_t n;
+    const std::int64_t* y;     // their labels, fixed point
+    double* vals;
+    std::int64_t sum_fixed;
+    std::size_t min_leaf;
+    const std::uint32_t* order;  // the features to try, first `tries`
+    std::size_t tries;
+  };
+  // The node's candidate features: for each, min/max over the node, a uniform threshold in
+  // between, the label sum at or below it, the variance-reduction score; the best wins. One
+  // copy per instruction set, each with its kernels inlined: the calls and their overhead
+  // were half a node's cost (perf), most nodes being small. Same results on both paths.
+#define EPOCHCAST_TREES_SCAN(MIN_MAX, SUM_AT_OR_BELOW)                                                \
+  Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};                                        \
+  for (std::size_t j = 0; j < q.tries; ++j) {                                                          \
+    const std::size_t c = q.order[j];                                                                  \
+    if (s.constant[c]) {                                                                               \
+      (void)rng.next(); /* drawn for every feature: the stream does not depend on data */              \
+      continue;                                                                                        \
+    }                                                                                                  \
+    const auto [lo, hi] = MIN_MAX(q.d.columns + c * q.d.rows, q.idx, q.n, q.vals);                     \
+    const double u = rng.unit();                                                                       \
+    if (!(hi > lo)) {                                                                                  \
+      s.constant[c] = 1;                                                                               \
+      s.marked.push_back(c);                                                                           \
+      continue;                                                                                        \
+    }                                                                                                  \
+    const double threshold = lo + u * (hi - lo);                                                       \
+    const auto [left_sum, left_n] = SUM_AT_OR_BELOW(q.vals, q.y, q.n, threshold);                      \
+    const std::size_t right_n = q.n - left_n;                                                          \
+    if (left_n < q.min_leaf || right_n < q.min_leaf) continue;                                         \
+    const auto l = static_cast<double>(left_sum), r = static_cast<double>(q.sum_fixed - left_sum);     \
+    /* Maximising this is maximising the variance reduction. */                                        \
+    const double score = l * l / static_cast<double>(left_n) + r * r / static_cast<double>(right_n);   \
+    if (score > best.score) best = {score, static_cast<int>(c), threshold};                            \
+  }                                                                                                    \
+  return best;
+
+  static Best scan_base(const Scan& q, FastRng& rng, Scratch& s) {
+    EPOCHCAST_TREES_SCAN(gather_min_max_sse2, sum_at_or_below_sse2)
+  }
+#if EPOCHCAST_TREES_AVX2
+  EPOCHCAST_AVX2 static Best scan_avx2(const Scan& q, FastRng& rng, Scratch& s) {
+    EPOCHCAST_TREES_SCAN(gather_min_max_avx2, sum_at_or_below_avx2)
+  }
+#endif
+#undef EPOCHCAST_TREES_SCAN
+
   static void unmark(Scratch& s, std::size_t keep) {
     for (std::size_t k = keep; k < s.marked.size(); ++k) s.constant[s.marked[k]] = 0;
     s.marked.resize(keep);
   }
 
+#if EPOCHCAST_TREES_AVX2
+  [[gnu::always_inline]] EPOCHCAST_AVX2 static inline std::pair<double, double> gather_min_max_avx2(const double* col, const std::uint32_t* idx,
+                                                                      std::size_t n, double* vals) {
+    using D4 = double __attribute__((vector_size(32)));
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    D4 lo0 = {kInf, kInf, kInf, kInf}, lo1 = lo0, hi0 = -lo0, hi1 = hi0;
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const D4 v0 = {col[idx[i]], col[idx[i + 1]], col[idx[i + 2]], col[idx[i + 3]]};
+      const D4 v1 = {col[idx[i + 4]], col[idx[i + 5]], col[idx[i + 6]], col[idx[i + 7]]};
+      std::memcpy(vals + i, &v0, sizeof v0);
+      std::memcpy(vals + i + 4, &v1, sizeof v1);
+      lo0 = v0 < lo0 ? v0 : lo0;
+      lo1 = v1 < lo1 ? v1 : lo1;
+      hi0 = v0 > hi0 ? v0 : hi0;
+      hi1 = v1 > hi1 ? v1 : hi1;
+    }
+    for (; i < n; i += 4) {
+      // Last 1-4 rows: the missing lanes repeat row i, which changes no min or max (most nodes
+      // are small, and a scalar tail was a chain of dependent min/max). Stored padding is
+      // never counted (masked in the sum).
+      const std::size_t r = n - i;
+      const std::uint32_t a = idx[i], b = idx[r > 1 ? i + 1 : i], c = idx[r > 2 ? i + 2 : i], e = idx[r > 3 ? i + 3 : i];
+      const D4 v = {col[a], col[b], col[c], col[e]};
+      std::memcpy(vals + i, &v, sizeof v);
+      lo1 = v < lo1 ? v : lo1;
+      hi1 = v > hi1 ? v : hi1;
+    }
+    lo0 = lo1 < lo0 ? lo1 : lo0;
+    hi0 = hi1 > hi0 ? hi1 : hi0;
+    const double lo = std::min(std::min(lo0[0], lo0[1]), std::min(lo0[2], lo0[3]));
+    const double hi = std::max(std::max(hi0[0], hi0[1]), std::max(hi0[2], hi0[3]));
+    return {lo, hi};
+  }
+
+  [[gnu::always_inline]] EPOCHCAST_AVX2 static inline std::pair<std::int64_t, std::size_t> sum_at_or_below_avx2(const double* vals,
+                                                                                   const std::int64_t* y,
+                                                                                   std::size_t n, double threshold) {
+    using D4 = double __attribute__((vector_size(32)));
+    using I4 = std::int64_t __attribute__((vector_size(32)));
+    const D4 t = {threshold, threshold, threshold, threshold};
+    I4 sum0 = {0, 0, 0, 0}, sum1 = sum0, neg_count = sum0;
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      D4 v0, v1;
+      I4 y0, y1;
+      std::memcpy(&v0, vals + i, sizeof v0);
+      std::memcpy(&v1, vals + i + 4, sizeof v1);
+      std::memcpy(&y0, y + i, sizeof y0);
+      std::memcpy(&y1, y + i + 4, sizeof y1);
+      const I4 m0 = v0 <= t, m1 = v1 <= t;  // all ones where true
+      sum0 += y0 & m0;
+      sum1 += y1 & m1;
+      neg_count += m0 + m1;
+    }
+    const I4 lane = {0, 1, 2, 3};
+    for (; i < n; i += 4) {  // last 1-4 rows, lanes past the node masked out
+      D4 v;
+      I4 yy;
+      std::memcpy(&v, vals + i, sizeof v);
+      std::memcpy(&yy, y + i, sizeof yy);
+      const auto left = static_cast<std::int64_t>(n - i);
+      const I4 m = (v <= t) & (lane < I4{left, left, left, left});
+      sum1 += yy & m;
+      neg_count += m;
+    }
+    sum0 += sum1;
+    const std::int64_t sum = sum0[0] + sum0[1] + sum0[2] + sum0[3];
+    const auto count = static_cast<std::size_t>(-(neg_count[0] + neg_count[1] + neg_count[2] + neg_count[3]));
+    return {sum, count};
+  }
+#endif
+
   // The two loops every node runs for each candidate feature, in SSE2 vectors (GCC/Clang
   // vector extension): min/max over two pairs of lanes (exact in any order).
-  static std::pair<double, double> gather_min_max(const double* col, const std::uint32_t* idx, std::size_t n,
-                                                  double* vals) {
+  [[gnu::always_inline]] static inline std::pair<double, double> gather_min_max_sse2(const double* col, const std::uint32_t* idx, std::size_t n,
+                                                       double* vals) {
     using D2 = double __attribute__((vector_size(16)));
     constexpr double kInf = std::numeric_limits<double>::infinity();
     D2 lo0 = {kInf, kInf}, lo1 = lo0, hi0 = -lo0, hi1 = hi0;
@@ -975,8 +1107,8 @@ class ExtraTreesLearner final : public Learner {
   // Sum and count of the labels whose value is at or below the threshold; compare masks in
   // SSE2 vectors, not branches (which side a value falls on is unpredictable). Integer sums
   // are exact, so the vector order gives the same result as a plain loop.
-  static std::pair<std::int64_t, std::size_t> sum_at_or_below(const double* vals, const std::int64_t* y,
-                                                              std::size_t n, double threshold) {
+  [[gnu::always_inline]] static inline std::pair<std::int64_t, std::size_t> sum_at_or_below_sse2(const double* vals, const std::int64_t* y,
+                                                                   std::size_t n, double threshold) {
     using D2 = double __attribute__((vector_size(16)));
     using I2 = std::int64_t __attribute__((vector_size(16)));
     const D2 t = {threshold, threshold};
@@ -1137,8 +1269,10 @@ class KernelRidgeLearner final : public Learner {
     }
     const KernelData k = kernel_data(x, y, columns_, config_.kernel_basis, seed);
     const Eigen::MatrixXd knm = kernel_of(k.d2, choice.length_scale, matern_);
-    const Eigen::MatrixXd sys = knm.transpose() * knm + choice.lambda * basis_gram(knm, k.basis_rows);
-    const Eigen::VectorXd alpha = Eigen::LDLT<Eigen::MatrixXd>(sys).solve(knm.transpose() * k.yc);
+    // K_nmᵀK_nm as a symmetric rank update (its lower half, all LDLT reads): half the flops.
+    Eigen::MatrixXd sys = choice.lambda * basis_gram(knm, k.basis_rows);
+    sys.selfadjointView<Eigen::Lower>().rankUpdate(knm.transpose());
+    const Eigen::VectorXd alpha = Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower>(sys).solve(knm.transpose() * k.yc);
     scaler_ = k.scaler;
     length_scale_ = choice.length_scale;
     lambda_ = choice.lambda;
@@ -1268,7 +1402,8 @@ KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::
     for (const auto& rr : rows) {
       kf.push_back(knm(rr, Eigen::all));
       yf.push_back(k.yc(rr));
-      af.push_back(kf.back().transpose() * kf.back());
+      af.push_back(Eigen::MatrixXd::Zero(m, m));  // lower half only (LDLT reads no more)
+      af.back().selfadjointView<Eigen::Lower>().rankUpdate(kf.back().transpose());
       bf.push_back(kf.back().transpose() * yf.back());
       a += af.back();
       b += bf.back();
@@ -1278,7 +1413,7 @@ KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::
       for (std::size_t f = 0; f < rows.size(); ++f) {
         if (rows[f].empty()) continue;
         const Eigen::MatrixXd sys = a - af[f] + lambda * r;
-        const Eigen::LDLT<Eigen::MatrixXd> ldlt(sys);
+        const Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower> ldlt(sys);
         const Eigen::VectorXd alpha = ldlt.solve(b - bf[f]);
         sse += (yf[f] - kf[f] * alpha).squaredNorm();
       }

@@ -139,10 +139,10 @@ TEST(Predict, BundledValidationFiguresBelongToTheDefaultModel) {
 }
 
 // Figures measured with other fit options are not shown, and the note says which option
-// (every option that changes the model, e.g. --kernel-ridge, not only the first few).
+// (every option that changes the model, e.g. --linear-ridge, not only the first few).
 TEST(Predict, ValidationFiguresOfOtherFitOptionsAreRefusedByName) {
   const std::pair<const char*, nlohmann::json> changes[] = {
-      {"meta_gpu_folds", false}, {"kernel_ridge", true}, {"tree_max_features", 0.8}};
+      {"meta_gpu_folds", false}, {"kernel_ridge", false}, {"tree_max_features", 0.8}};
   for (const auto& [key, value] : changes) {
     const fs::path dir = fs::temp_directory_path() / ("epochcast-validation-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir);
@@ -161,6 +161,25 @@ TEST(Predict, ValidationFiguresOfOtherFitOptionsAreRefusedByName) {
     EXPECT_FALSE(j["validation"]["available"].get<bool>()) << key;
     EXPECT_THAT(j["validation"]["note"].get<std::string>(), HasSubstr(key));
   }
+}
+
+// The extra-trees split scan has an AVX2 path chosen at run time and an SSE2 one
+// (EPOCHCAST_SIMD=baseline): both must fit the same default model, byte for byte.
+TEST(Fit, SameModelOnTheAvx2AndBaselinePaths) {
+  const fs::path dir = fs::temp_directory_path() / ("epochcast-simd-" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
+  const RunResult ra = epochcast::testing::run_command(std::string(EPOCHCAST_CLI) + " fit -o " + a + " 2>/dev/null");
+  const RunResult rb = epochcast::testing::run_command("EPOCHCAST_SIMD=baseline " + std::string(EPOCHCAST_CLI) +
+                                                       " fit -o " + b + " 2>/dev/null");
+  std::stringstream ta, tb;
+  ta << std::ifstream(a).rdbuf();
+  tb << std::ifstream(b).rdbuf();
+  fs::remove_all(dir);
+  ASSERT_EQ(ra.status, 0) << ra.out;
+  ASSERT_EQ(rb.status, 0) << rb.out;
+  EXPECT_GT(ta.str().size(), 100000u);
+  EXPECT_TRUE(ta.str() == tb.str()) << "the SSE2 path fitted another model";
 }
 
 TEST(Predict, CostsFollowPricesAndEpochs) {

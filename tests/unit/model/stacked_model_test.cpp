@@ -125,6 +125,18 @@ TEST_F(Fixture, AnotherSchemaOrVersionIsRefusedNamingBoth) {
     EXPECT_EQ(e.code(), ErrorCode::kSchemaMismatch);
     EXPECT_NE(std::string(e.what()).find(std::to_string(kModelFormatVersion + 1)), std::string::npos);
   }
+  // A format-3 file (linear-ridge stack and the older prior) is refused by version, naming
+  // both, rather than read with today's learners.
+  j["version"] = 3;
+  try {
+    (void)model_from_json(j.dump(), "format3.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kSchemaMismatch);
+    EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("version " + std::to_string(kModelFormatVersion)), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(Fixture, CorruptOrTruncatedModelFileIsAClearError) {
@@ -206,7 +218,10 @@ TEST_F(Fixture, LearnerStateWiderThanTheSchemaIsRefused) {
   nlohmann::json j = good;
   j["learners"][2]["state"]["columns"][0] = 10000;
   expect_refused(j, "knn");
-  j = good;
+  // Linear ridge is in the format-3 stack (FitOptions::kernel_ridge = false).
+  FitOptions linear = quick();
+  linear.kernel_ridge = false;
+  j = nlohmann::json::parse(model_to_json(fit_model(*data, *catalog, linear)));
   ASSERT_EQ(j["learners"][1]["name"], "ridge");
   auto& ridge = j["learners"][1]["state"];
   for (int i = 0; i < 50; ++i) {
@@ -465,20 +480,22 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
   EXPECT_NEAR(std::log(unseen.hi_s / unseen.epoch_s), model->unseen_gpu_interval_half_width_log(), 1e-9);
 }
 
-// FitOptions::kernel_ridge: kernel ridge replaces ridge and XGBoost, and there are two meta weight sets:
-// a pair whose GPUs were both in training is combined with weights from model- and
-// workload-grouped folds, one with a GPU outside training with weights that leave kernel
-// ridge out (its correction decays to its mean away from the training GPUs). Without the
-// option both sets are the same.
-TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
-  EXPECT_EQ(model->meta_weights(), model->meta_weights_unseen_gpu());
+// The default stack (FitOptions::kernel_ridge): kernel ridge in ridge's place, and two meta
+// weight sets: a pair whose GPUs were both in training is combined with weights from model- and
+// workload-grouped folds, one with a GPU outside training with weights that leave kernel ridge
+// out (its correction decays to its mean away from the training GPUs). The format-3 stack
+// (kernel_ridge = false) has linear ridge and one set.
+TEST_F(Fixture, DefaultStackSeenAndUnseenGpusUseTheirOwnMetaWeights) {
   FitOptions o = quick();
-  o.kernel_ridge = true;
-  const StackedModel kr_model = fit_model(*data, *catalog, o);
+  o.kernel_ridge = false;
+  const StackedModel linear = fit_model(*data, *catalog, o);
+  EXPECT_EQ(linear.learner_names(), (std::vector<std::string>{"xgboost", "ridge", "knn", "extra_trees"}));
+  EXPECT_EQ(linear.meta_weights(), linear.meta_weights_unseen_gpu());
+  const StackedModel& kr_model = *model;
   const auto names = kr_model.learner_names();
-  ASSERT_EQ(names, (std::vector<std::string>{"kernel_ridge", "knn", "extra_trees"}));
-  EXPECT_EQ(kr_model.meta_weights_unseen_gpu()[0], 0.0);
-  EXPECT_GT(kr_model.meta_weights()[0], 0.0);  // on held-out networks it earns weight
+  ASSERT_EQ(names, (std::vector<std::string>{"xgboost", "kernel_ridge", "knn", "extra_trees"}));
+  EXPECT_EQ(kr_model.meta_weights_unseen_gpu()[1], 0.0);
+  EXPECT_GT(kr_model.meta_weights()[1], 0.0);  // on held-out networks it earns weight
   const PairSchema& schema = pair_schema(false);
   std::vector<double> x(schema.names.size());
   for (const char* target : {"v100", "h200"}) {
@@ -504,7 +521,7 @@ TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
   EXPECT_EQ(loaded.meta_weights_unseen_gpu(), kr_model.meta_weights_unseen_gpu());
   EXPECT_EQ(model_to_json(loaded), text);
   nlohmann::json bad = nlohmann::json::parse(text);
-  bad["learners"][0]["state"]["alpha"].erase(0);
+  bad["learners"][1]["state"]["alpha"].erase(0);
   try {
     (void)model_from_json(bad.dump(), "badkernel.json");
     FAIL();
@@ -512,12 +529,12 @@ TEST_F(Fixture, KernelRidgeOptionSeenAndUnseenGpusUseTheirOwnMetaWeights) {
     EXPECT_EQ(e.code(), ErrorCode::kParse);
     EXPECT_EQ(e.where().file, "badkernel.json");
   }
-  bad["learners"][0]["state"].erase("alpha");
+  bad["learners"][1]["state"].erase("alpha");
   EXPECT_THROW((void)model_from_json(bad.dump(), "nokernel.json"), Error);
   bad = nlohmann::json::parse(text);
-  bad["learners"][0]["state"]["columns"][0] = 68;  // not the columns the schema gives it
+  bad["learners"][1]["state"]["columns"][0] = 68;  // not the columns the schema gives it
   EXPECT_THROW((void)model_from_json(bad.dump(), "kernelcolumns.json"), Error);
-  bad["learners"][0]["state"]["columns"][0] = 10000;  // past the feature row
+  bad["learners"][1]["state"]["columns"][0] = 10000;  // past the feature row
   EXPECT_THROW((void)model_from_json(bad.dump(), "kernelwide.json"), Error);
 }
 
