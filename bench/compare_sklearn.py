@@ -18,7 +18,7 @@ around its fit, epochcast's `fit_cpu_seconds` (and the whole `epochcast fit` pro
 loads the data and writes the model, for binaries without that field). On a shared machine
 other jobs inflate wall time, not CPU time; wall time is what a user waits for on a free one.
 
---stack kernel (default) mirrors epochcast's default stack (model format 4); --stack linear the
+--stack kernel (default) mirrors epochcast's default stack (model format 5); --stack linear the
 format-3 stack, which newer binaries fit with `--linear-ridge` (a --reference-cli older than
 format 4 is run without flags: its default was that stack).
 
@@ -246,7 +246,7 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--repeat", type=int, default=1, help="one-fit-on-all-pairs timings per side; the fastest is reported")
     ap.add_argument("--stack", default="kernel", choices=["kernel", "linear"],
-                    help="kernel: the default stack (model format 4); linear: format 3's (`--linear-ridge`)")
+                    help="kernel: the default stack (model format 5); linear: format 3's (`--linear-ridge`)")
     a = ap.parse_args()
     clis = [("epochcast", a.cli)] + ([("reference", a.reference_cli)] if a.reference_cli else [])
 
