@@ -485,6 +485,14 @@ double acf_peak_near(const Analysis& an, std::size_t level, double period, doubl
   return total.empty() ? 0.0 : *std::max_element(total.begin(), total.end());
 }
 
+struct Refined {
+  double period_samples = 0;
+  double score = 0;
+  std::vector<double> per_channel;  // each channel's ACF at the period
+};
+
+Refined refine_period(const Analysis& an, const Candidate& cand);
+
 Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candidates) {
   Candidate best = candidates.front();
   for (const auto& c : candidates)
@@ -520,6 +528,7 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     }
   }
   Candidate chosen = best;
+  double best_fine = 0;
   for (const auto& c : candidates) {
     if (c.period_samples <= best.period_samples * 1.5 || c.score < 0.8 * best.score) continue;
     const double ratio = c.period_samples / best.period_samples;
@@ -528,7 +537,15 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     // Further out only a near-exact multiple is a harmonic; otherwise best is an iteration-level
     // period nested inside the epoch.
     const double tolerance = m <= 4 ? 0.10 : 0.02;
-    const bool multiple = std::abs(ratio - m) <= tolerance * m;
+    bool multiple = std::abs(ratio - m) <= tolerance * m;
+    if (!multiple && m > 4) {
+      // Beyond 4x, 2 % is finer than either peak's level quantisation (270 s epochs at 1 Hz:
+      // 266.8 on level 5, 1915 on level 7, 7.18x): test the periods refined two levels finer.
+      if (best_fine <= 0) best_fine = refine_period(an, best).period_samples;
+      const double r = refine_period(an, c).period_samples / best_fine;
+      const double k = std::round(r);
+      multiple = k >= 2 && std::abs(r - k) <= (k <= 4 ? 0.10 : 0.02) * k;
+    }
     if (multiple) continue;
     // Compare on best's level: a coarse level's ACF is inflated by its averaging.
     const auto level = static_cast<std::size_t>(best.level);
@@ -541,13 +558,7 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
   return chosen;
 }
 
-struct Refined {
-  double period_samples = 0;
-  double score = 0;
-  std::vector<double> per_channel;  // each channel's ACF at the period
-};
-
-Refined refine_period(Analysis& an, const Candidate& cand) {
+Refined refine_period(const Analysis& an, const Candidate& cand) {
   const int levels = static_cast<int>(an.levels());
   const int level = std::clamp(cand.level - 2, 0, levels - 1);
   const double scale = std::ldexp(1.0, level);
