@@ -473,6 +473,26 @@ double acf_at(const Analysis& an, std::size_t level, double lag) {
   return total.empty() ? 0.0 : *std::max_element(total.begin(), total.end());
 }
 
+// Weighted combined ACF on one level: its maximum over the lags within `half_width` original
+// samples (plus one level sample) of `period` (in original samples).
+double acf_peak_near(const Analysis& an, std::size_t level, double period, double half_width) {
+  const double scale = std::ldexp(1.0, static_cast<int>(level));
+  const auto lo = static_cast<std::size_t>(std::max(1.0, std::floor((period - half_width) / scale - 1)));
+  const auto hi = static_cast<std::size_t>(std::ceil((period + half_width) / scale + 1));
+  const std::size_t len = an.level_len[level];
+  if (hi + 2 >= len || hi < lo) return 0.0;
+  const auto total = combined_acf(an, level, lo, hi, false);
+  return total.empty() ? 0.0 : *std::max_element(total.begin(), total.end());
+}
+
+struct Refined {
+  double period_samples = 0;
+  double score = 0;
+  std::vector<double> per_channel;  // each channel's ACF at the period
+};
+
+Refined refine_period(const Analysis& an, const Candidate& cand);
+
 Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candidates) {
   Candidate best = candidates.front();
   for (const auto& c : candidates)
@@ -488,8 +508,19 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     if (!aliased && (m < 2 || m > 4 || std::abs(ratio - m) > 0.10 * m)) continue;
     const auto level = static_cast<std::size_t>(s.level);
     const double scale = std::ldexp(1.0, s.level);
-    const double r_short = acf_at(an, level, s.period_samples / scale);
+    double r_short = acf_at(an, level, s.period_samples / scale);
     const double r_long = acf_at(an, level, best.period_samples / scale);
+    if (r_short < 0.9 * r_long && s.level >= 1) {
+      // Also two levels finer, each at its best lag within its own quantisation (half a sample
+      // of the level it was found on): on the shorter one's level a signature narrower than one
+      // level sample is lost when the period is a fractional number of level samples (300 s
+      // epochs at 1 Hz: 9.375 level-5 samples) while a multiple near an integer lag there
+      // (900 / 64 = 14.06) keeps it.
+      const auto fine = static_cast<std::size_t>(std::max(0, s.level - 2));
+      const double f_short = acf_peak_near(an, fine, s.period_samples, 0.5 * scale);
+      const double f_long = acf_peak_near(an, fine, best.period_samples, std::ldexp(0.5, best.level));
+      if (f_short >= 0.9 * f_long) r_short = std::max(r_short, 0.9 * r_long);
+    }
     if (r_short >= 0.9 * r_long) {
       best = s;
       best.score = r_short;
@@ -497,6 +528,7 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     }
   }
   Candidate chosen = best;
+  double best_fine = 0;
   for (const auto& c : candidates) {
     if (c.period_samples <= best.period_samples * 1.5 || c.score < 0.8 * best.score) continue;
     const double ratio = c.period_samples / best.period_samples;
@@ -505,7 +537,15 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     // Further out only a near-exact multiple is a harmonic; otherwise best is an iteration-level
     // period nested inside the epoch.
     const double tolerance = m <= 4 ? 0.10 : 0.02;
-    const bool multiple = std::abs(ratio - m) <= tolerance * m;
+    bool multiple = std::abs(ratio - m) <= tolerance * m;
+    if (!multiple && m > 4) {
+      // Beyond 4x, 2 % is finer than either peak's level quantisation (270 s epochs at 1 Hz:
+      // 266.8 on level 5, 1915 on level 7, 7.18x): test the periods refined two levels finer.
+      if (best_fine <= 0) best_fine = refine_period(an, best).period_samples;
+      const double r = refine_period(an, c).period_samples / best_fine;
+      const double k = std::round(r);
+      multiple = k >= 2 && std::abs(r - k) <= (k <= 4 ? 0.10 : 0.02) * k;
+    }
     if (multiple) continue;
     // Compare on best's level: a coarse level's ACF is inflated by its averaging.
     const auto level = static_cast<std::size_t>(best.level);
@@ -518,13 +558,7 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
   return chosen;
 }
 
-struct Refined {
-  double period_samples = 0;
-  double score = 0;
-  std::vector<double> per_channel;  // each channel's ACF at the period
-};
-
-Refined refine_period(Analysis& an, const Candidate& cand) {
+Refined refine_period(const Analysis& an, const Candidate& cand) {
   const int levels = static_cast<int>(an.levels());
   const int level = std::clamp(cand.level - 2, 0, levels - 1);
   const double scale = std::ldexp(1.0, level);
