@@ -1272,26 +1272,22 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
 //
 // A launch-bound loop (lenet5 at ~14 % utilisation) shows its boundaries as a brief *rise*
 // (validation keeps the GPU busier than the starved training loop), a few reading steps high,
-// and mid-epoch host hiccups look much the same in utilisation. No single excursion tells a
-// boundary from a bump; their placement and their strength across channels together can:
-// between the busy region's two idle edges, n epochs put n - 1 boundaries near k * span / n.
-// Events are sharp steps (2-sample means, after minus before) in one direction, graded by how
-// strongly the two most affected activity channels move together (the product of their step
-// z-scores, so a step in one channel only weighs little). For each n a chain (each boundary
-// within 15 % * sqrt(gap in epochs) of where the previous one predicts, so epoch jitter does
-// not accumulate against a fixed grid) collects the most event weight; the statistic is the
-// largest such weight over n, standardised per n. The null is the trace's own events: the same
-// weights placed at random (Monte Carlo, fixed seed), so bumps as strong as boundaries make
-// no alignment look special. Both directions are tested (Bonferroni x2). The confidence says
-// how unlikely the alignment is by chance (0.5 at p = 1 %).
+// and mid-epoch host hiccups look just the same. No single excursion tells a boundary from a
+// bump; only their placement can: between the busy region's two idle edges, n epochs put
+// n - 1 boundaries near k * span / n. Events are sharp steps (2-sample means, after minus
+// before, either direction) seen by at least two activity channels at once; for each n a chain
+// (each boundary within 15 % * sqrt(gap in epochs) of where the previous one predicts, so
+// epoch jitter does not accumulate against a fixed grid) picks the events that fit, scored by
+// the binomial tail of that many teeth hit by chance. The smallest tail over n is compared with
+// the same statistic for the same number of events placed at random (Monte Carlo, fixed seed):
+// the confidence says how unlikely such an alignment is by chance (0.5 at p = 1 %).
 
 constexpr double kStepClip = 4.0;          // per-channel step z-scores are clipped here
-constexpr double kEventWeight = 1.0;       // product of two channels' step z: both near noise or above
+constexpr double kCoincidence = 5.0;       // summed step z: more than one channel's clip
 constexpr double kChainJitter = 0.15;      // allowed boundary deviation per epoch (x sqrt(epochs))
-constexpr std::size_t kChainMaxEvents = 24;  // the heaviest this many (more: not sparse boundaries)
+constexpr std::size_t kChainMaxEvents = 24;  // more excursions than this: not sparse boundaries
 constexpr int kChainMaxEpochs = 32;
 constexpr int kChainDraws = 2000;          // Monte Carlo null draws (p resolution 1/2001)
-constexpr int kChainCalibration = 400;     // draws (separate) that give each n's own null tail
 
 struct ChainFit {
   bool ok = false;
@@ -1299,80 +1295,88 @@ struct ChainFit {
   double period_samples = 0;
   std::vector<double> boundaries;    // region samples, edges included
   std::size_t hits = 0, teeth = 0, events = 0;
-  double tail = 1;                   // the best comb's own null tail (before the look-elsewhere)
-  double p_value = 1;                // Monte Carlo, both directions
+  double tail = 1;                   // binomial tail of the best comb
+  double p_value = 1;                // Monte Carlo
   double confidence = 0;
   std::vector<Metric> channels;
 };
 
 struct ChainScore {
-  std::vector<double> weight;        // per n (n_lo..n_hi): the chain's collected event weight
-  std::vector<int> hits;
-  std::vector<std::vector<std::pair<long, double>>> chain;  // with `keep`: (tooth, position) per n
+  double tail = 1;
+  int epochs = 0;
+  std::size_t hits = 0, teeth = 0, events = 0;
+  std::vector<std::pair<long, double>> chain;  // (tooth, position) of the hit events
 };
 
-// Per epoch count n, the heaviest chain of events at `pos` (sorted, region samples) between the
-// edges at -0.5 and len - 0.5 that fits n epochs; a chain hitting fewer than max(2, half) of
-// the n - 1 inner teeth counts 0 (not an epoch structure).
-ChainScore score_chain(std::span<const double> pos, std::span<const double> wts, double len, int n_lo, int n_hi,
-                       bool keep) {
-  ChainScore out;
+double binomial_tail(int n, double q, int h) {
+  double s = 0;
+  for (int k = h; k <= n; ++k) {
+    double c = 1;
+    for (int i = 0; i < k; ++i) c = c * static_cast<double>(n - i) / static_cast<double>(i + 1);
+    s += c * std::pow(q, k) * std::pow(1 - q, n - k);
+  }
+  return std::min(1.0, s);
+}
+
+// Best comb over the number of epochs for events at `pos` (sorted, region samples) between the
+// edges at -0.5 and len - 0.5. With `keep`, the winning chain is returned too.
+ChainScore score_chain(std::span<const double> pos, double len, int n_lo, int n_hi, bool keep) {
+  ChainScore best;
   const double a = -0.5, span = len;
-  std::vector<double> inner, iw, dp;
+  std::vector<double> inner;
   std::vector<long> tooth;
-  std::vector<int> from, cnt;
+  std::vector<int> dp, from;
   for (int n = n_lo; n <= n_hi; ++n) {
-    out.weight.push_back(0);
-    out.hits.push_back(0);
-    if (keep) out.chain.emplace_back();
     const double p = span / n;
     auto fits = [&](double gap, long m) {
       return m >= 1 && std::abs(gap - static_cast<double>(m) * p) <= kChainJitter * p * std::sqrt(static_cast<double>(m));
     };
     // Events in the ramps next to the edges belong to the edges' own boundaries.
     inner.clear();
-    iw.clear();
     tooth.clear();
-    for (std::size_t i = 0; i < pos.size(); ++i) {
-      const double x = pos[i];
+    for (double x : pos) {
       if (x - a < 0.3 * p || a + span - x < 0.3 * p) continue;
       const long k = std::lround((x - a) / p);
       if (k < 1 || k > n - 1) continue;
       inner.push_back(x);
-      iw.push_back(wts[i]);
       tooth.push_back(k);
     }
     const auto e = inner.size();
     const int teeth = n - 1;
     if (e == 0) continue;
-    dp.assign(e, -1);
+    dp.assign(e, 0);
     from.assign(e, -1);
-    cnt.assign(e, 0);
     for (std::size_t j = 0; j < e; ++j) {
-      if (fits(inner[j] - a, tooth[j])) dp[j] = iw[j], cnt[j] = 1;
+      if (fits(inner[j] - a, tooth[j])) dp[j] = 1;
       for (std::size_t i = 0; i < j; ++i)
-        if (dp[i] >= 0 && dp[i] + iw[j] > dp[j] && tooth[j] > tooth[i] &&
-            fits(inner[j] - inner[i], tooth[j] - tooth[i])) {
-          dp[j] = dp[i] + iw[j];
+        if (dp[i] > 0 && dp[i] + 1 > dp[j] && fits(inner[j] - inner[i], tooth[j] - tooth[i])) {
+          dp[j] = dp[i] + 1;
           from[j] = static_cast<int>(i);
-          cnt[j] = cnt[i] + 1;
         }
     }
-    double best = 0;
-    int last = -1;
+    int h = 0, last = -1;
     for (std::size_t j = 0; j < e; ++j)
-      if (dp[j] > best && fits(a + span - inner[j], n - tooth[j])) best = dp[j], last = static_cast<int>(j);
-    if (last < 0 || cnt[static_cast<std::size_t>(last)] < std::max(2, (teeth + 1) / 2)) continue;
-    out.weight.back() = best;
-    out.hits.back() = cnt[static_cast<std::size_t>(last)];
-    if (keep) {
-      auto& c = out.chain.back();
-      for (int j = last; j >= 0; j = from[static_cast<std::size_t>(j)])
-        c.emplace_back(tooth[static_cast<std::size_t>(j)], inner[static_cast<std::size_t>(j)]);
-      std::reverse(c.begin(), c.end());
+      if (dp[j] > h && fits(a + span - inner[j], n - tooth[j])) h = dp[j], last = static_cast<int>(j);
+    if (h < std::max(2, (teeth + 1) / 2)) continue;
+    // Chance that a tooth's window holds one of the events placed at random.
+    const double w = std::min(1.0, (2 * kChainJitter * p + 1) / std::max(1.0, span - 0.6 * p));
+    const double q = 1 - std::pow(1 - w, static_cast<double>(e));
+    const double tail = binomial_tail(teeth, q, h);
+    if (tail < best.tail) {
+      best.tail = tail;
+      best.epochs = n;
+      best.hits = static_cast<std::size_t>(h);
+      best.teeth = static_cast<std::size_t>(teeth);
+      best.events = e;
+      if (keep) {
+        best.chain.clear();
+        for (int j = last; j >= 0; j = from[static_cast<std::size_t>(j)])
+          best.chain.emplace_back(tooth[static_cast<std::size_t>(j)], inner[static_cast<std::size_t>(j)]);
+        std::reverse(best.chain.begin(), best.chain.end());
+      }
     }
   }
-  return out;
+  return best;
 }
 
 ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region region, double min_lag, double max_lag,
@@ -1380,14 +1384,9 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
   ChainFit out;
   const std::size_t len = region.size();
   if (len < 24) return out;
-  // Per-channel signed step z-scores: 2-sample mean after minus before, over the channel's own
-  // noise width of that difference (robust spread, at least one reading step), clipped, the
-  // largest over +-1 sample (power follows utilisation with a lag); per direction the two
-  // largest channels' product is the sample's weight.
-  std::vector<double> d(len, 0.0), dev;
-  std::array<std::vector<double>, 2> top1, top2;  // [0] rises, [1] falls
-  for (auto& v : top1) v.assign(len, 0.0);
-  for (auto& v : top2) v.assign(len, 0.0);
+  // Per-channel step z-scores: 2-sample mean after minus before, over the channel's own noise
+  // width of that difference (robust spread, at least one reading step), summed into `score`.
+  std::vector<double> d(len, 0.0), dev, score(len, 0.0);
   for (const auto& u : channels) {
     if (std::find(kDipChannels.begin(), kDipChannels.end(), u.metric) == kDipChannels.end()) continue;
     const auto x = u.values.subspan(region.begin, len);
@@ -1405,21 +1404,11 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     }
     if (step == 0) continue;  // constant: no evidence
     const double noise = std::max(1.4826 * signal::median(dev), step);
-    auto z = [&](std::size_t j, double sign) {
-      return j >= 2 && j + 1 < len ? std::clamp(sign * (d[j] - mid) / noise, 0.0, kStepClip) : 0.0;
-    };
-    for (int dir = 0; dir < 2; ++dir) {
-      const double sign = dir == 0 ? 1.0 : -1.0;
-      for (std::size_t i = 1; i + 1 < len; ++i) {
-        const double v = std::max({z(i - 1, sign), z(i, sign), z(i + 1, sign)});
-        if (v > top1[dir][i]) {
-          top2[dir][i] = top1[dir][i];
-          top1[dir][i] = v;
-        } else if (v > top2[dir][i]) {
-          top2[dir][i] = v;
-        }
-      }
-    }
+    auto z = [&](std::size_t j) { return j >= 2 && j + 1 < len ? std::min(std::abs(d[j] - mid) / noise, kStepClip) : 0.0; };
+    // Either direction (a validation pass raises a starved loop's activity, lowers a busy one's;
+    // a 2-sample bump is a step up and one down, merged below into one event); a sample's lag
+    // between channels (power follows with a delay) still coincides.
+    for (std::size_t i = 1; i + 1 < len; ++i) score[i] += std::max({z(i - 1), z(i), z(i + 1)});
     out.channels.push_back(u.metric);
   }
   if (out.channels.size() < 2) return out;  // coincidence needs two channels
@@ -1428,22 +1417,10 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
   const int n_hi = std::min<int>(kChainMaxEpochs, static_cast<int>(span / min_lag));
   const int n_lo_p = max_lag > 0 ? std::max(n_lo, static_cast<int>(std::ceil(span / max_lag))) : n_lo;
   if (n_hi < n_lo_p) return out;
-  const std::size_t n_count = static_cast<std::size_t>(n_hi - n_lo_p + 1);
-  // The ramps next to the edges (start-up transient, the last validation pass) are the
-  // edges' own boundaries: only the interior counts, for the data and the null alike.
-  const double zone = 0.3 * span / n_lo_p;
-  struct Tested {
-    double p = 1, stat = 0;
-    int n = 0;
-    std::vector<double> pos, wts;
-  };
-  std::array<Tested, 2> tested;
-  for (int dir = 0; dir < 2; ++dir) {
-    std::vector<double> score(len, 0.0);
-    for (std::size_t i = 0; i < len; ++i) score[i] = top1[dir][i] * top2[dir][i];
+  {
     std::vector<double> pos, val;
     for (std::size_t i = 1; i + 1 < len; ++i) {
-      if (score[i] < kEventWeight || score[i - 1] > score[i] || score[i + 1] >= score[i]) continue;
+      if (score[i] < kCoincidence || score[i - 1] > score[i] || score[i + 1] >= score[i]) continue;
       const double x = static_cast<double>(i) - 0.5;  // the step lies between samples i-1 and i
       if (!pos.empty() && x - pos.back() < 0.5 * min_lag) {
         if (score[i] > val.back()) pos.back() = x, val.back() = score[i];
@@ -1452,105 +1429,45 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
         val.push_back(score[i]);
       }
     }
-    for (std::size_t i = pos.size(); i-- > 0;)
-      if (pos[i] + 0.5 < zone || span - 0.5 - pos[i] < zone) {
-        pos.erase(pos.begin() + static_cast<long>(i));
-        val.erase(val.begin() + static_cast<long>(i));
-      }
-    if (pos.size() > kChainMaxEvents) {  // keep the heaviest, in position order
-      std::vector<std::size_t> idx(pos.size());
-      for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-      std::nth_element(idx.begin(), idx.begin() + kChainMaxEvents, idx.end(),
-                       [&](std::size_t l, std::size_t r) { return val[l] > val[r] || (val[l] == val[r] && l < r); });
-      idx.resize(kChainMaxEvents);
-      std::sort(idx.begin(), idx.end());
-      std::vector<double> p2, v2;
-      for (std::size_t i : idx) p2.push_back(pos[i]), v2.push_back(val[i]);
-      pos.swap(p2);
-      val.swap(v2);
-    }
-    if (pos.size() < 2) continue;
-    const ChainScore obs = score_chain(pos, val, span, n_lo_p, n_hi, false);
-    if (*std::max_element(obs.weight.begin(), obs.weight.end()) <= 0) continue;
-    // Null: the same weights at random positions (at least min_lag/2 apart, as observed).
-    std::mt19937_64 rng(0x9e3779b97f4a7c15ULL ^ (len * 1315423911ULL) ^ pos.size() ^ (dir * 0x5851f42d4c957f2dULL));
+    // The ramps next to the edges (start-up transient, the last validation pass) are the
+    // edges' own boundaries: only the interior counts, for the data and the null alike.
+    const double zone = 0.3 * span / n_lo_p;
+    std::erase_if(pos, [&](double x) { return x + 0.5 < zone || span - 0.5 - x < zone; });
+    if (pos.size() < 2 || pos.size() > kChainMaxEvents) return out;
+    ChainScore obs = score_chain(pos, span, n_lo_p, n_hi, true);
+    if (obs.epochs == 0) return out;
+    // Null: the same number of events at random positions (at least min_lag/2 apart, as
+    // observed), the same statistic; stop early once the alignment is plainly common.
+    std::mt19937_64 rng(0x9e3779b97f4a7c15ULL ^ (len * 1315423911ULL) ^ pos.size());
     // Uniform on [zone, span - zone) from the raw 64-bit draws: std::uniform_real_distribution
     // differs between standard libraries, and these p-values are asserted in tests.
-    auto where = [&] { return zone + (span - 2 * zone) * (static_cast<double>(rng() >> 11) * 0x1.0p-53); };
-    std::vector<double> draw, dw(val);
-    auto null_draw = [&] {
+    auto where = [&](std::mt19937_64& g) {
+      return zone + (span - 2 * zone) * (static_cast<double>(g() >> 11) * 0x1.0p-53);
+    };
+    std::vector<double> draw;
+    int as_good = 0, draws = 0;
+    for (; draws < kChainDraws && as_good < 40; ++draws) {
       draw.clear();
       for (int tries = 0; draw.size() < pos.size() && tries < 1000; ++tries) {
-        const double x = std::floor(where()) - 0.5;  // on the events' half-sample grid
+        const double x = std::floor(where(rng)) - 0.5;  // on the events' half-sample grid
         bool clear = true;
         for (double y : draw) clear = clear && std::abs(x - y) >= 0.5 * min_lag;
         if (clear) draw.push_back(x);
       }
       std::sort(draw.begin(), draw.end());
-      dw.assign(val.begin(), val.end());
-      for (std::size_t i = dw.size(); i > 1; --i) std::swap(dw[i - 1], dw[rng() % i]);  // Fisher-Yates
-      dw.resize(draw.size());
-      return score_chain(draw, dw, span, n_lo_p, n_hi, false);
-    };
-    // Each n is scored by its own null tail (more teeth collect more weight by chance, and some
-    // n rarely fit at all), from separate calibration draws; the statistic is the smallest tail
-    // over n, and the outer draws calibrate that minimum (the look-elsewhere over n).
-    std::vector<std::vector<double>> cal(n_count);
-    for (int c = 0; c < kChainCalibration; ++c) {
-      const auto s = null_draw();
-      for (std::size_t k = 0; k < n_count; ++k) cal[k].push_back(s.weight[k]);
+      if (score_chain(draw, span, n_lo_p, n_hi, false).tail <= obs.tail) ++as_good;
     }
-    std::vector<double> mean(n_count, 0.0), sd(n_count, 0.0);
-    for (std::size_t k = 0; k < n_count; ++k) {
-      auto& v = cal[k];
-      std::sort(v.begin(), v.end());
-      for (double x : v) mean[k] += x / kChainCalibration;
-      for (double x : v) sd[k] += (x - mean[k]) * (x - mean[k]) / kChainCalibration;
-      sd[k] = std::sqrt(sd[k]);
-    }
-    // Beyond every calibration draw the tail is ranked by how far beyond, in the draws' spread
-    // (else the strongest alignments would all tie at 1/(draws + 1)).
-    auto standardised = [&](const ChainScore& s, int* arg) {
-      double best = kInf;
-      for (std::size_t k = 0; k < n_count; ++k) {
-        if (s.weight[k] <= 0) continue;
-        const auto ge = cal[k].end() - std::lower_bound(cal[k].begin(), cal[k].end(), s.weight[k]);
-        double tail = (static_cast<double>(ge) + 1.0) / (kChainCalibration + 1.0);
-        if (ge == 0 && sd[k] > 0) tail /= 1.0 + (s.weight[k] - cal[k].back()) / sd[k];
-        if (tail < best) {
-          best = tail;
-          if (arg) *arg = n_lo_p + static_cast<int>(k);
-        }
-      }
-      return best;
-    };
-    Tested t;
-    t.stat = standardised(obs, &t.n);
-    if (!std::isfinite(t.stat) || t.n == 0) continue;
-    int as_good = 0, draws = 0;
-    for (; draws < kChainDraws && as_good < 40; ++draws)
-      if (standardised(null_draw(), nullptr) <= t.stat) ++as_good;
-    t.p = std::min(1.0, (as_good + 1.0) / (draws + 1.0));
-    t.pos = std::move(pos);
-    t.wts = std::move(val);
-    tested[static_cast<std::size_t>(dir)] = std::move(t);
-  }
-  const std::size_t pick = tested[1].n > 0 && (tested[0].n == 0 || tested[1].p < tested[0].p) ? 1 : 0;
-  const Tested& best = tested[pick];
-  if (best.n == 0) return out;
-  {
-    const ChainScore obs = score_chain(best.pos, best.wts, span, best.n, best.n, true);
+    const double p = std::min(1.0, (as_good + 1.0) / (draws + 1.0));
     out.ok = true;
-    out.p_value = std::min(1.0, 2 * best.p);  // two directions tested
-    out.tail = best.stat;
-    out.epochs = best.n;
-    out.hits = static_cast<std::size_t>(obs.hits[0]);
-    out.teeth = static_cast<std::size_t>(best.n - 1);
-    out.events = best.pos.size();
-    const auto& chain = obs.chain[0];
+    out.p_value = p;
+    out.tail = obs.tail;
+    out.epochs = obs.epochs;
+    out.hits = obs.hits;
+    out.teeth = obs.teeth;
+    out.events = obs.events;
     // Least squares over the edges (teeth 0 and n) and the hit events, the events with their
     // own offset (a rise is seen a sample or so after the edges' kind of boundary).
-    const double n = best.n;
+    const double n = obs.epochs;
     double nm[3][4] = {};
     auto add = [&](double k, double y, bool edge) {
       const double row[3] = {1.0, k, edge ? 0.0 : 1.0};
@@ -1561,7 +1478,7 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     };
     add(0, -0.5, true);
     add(n, span - 0.5, true);
-    for (const auto& [k, y] : chain) add(static_cast<double>(k), y, false);
+    for (const auto& [k, y] : obs.chain) add(static_cast<double>(k), y, false);
     // Solve 3x3 (the edges fix the intercept, the events their offset).
     for (int c = 0; c < 3; ++c) {
       int piv = c;
@@ -1578,7 +1495,7 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     out.period_samples = std::abs(slope - span / n) < 0.1 * span / n ? slope : span / n;
     // Boundaries: the edges, the hit events, missed teeth interpolated between neighbours.
     std::vector<std::pair<double, double>> known{{0.0, -0.5}};
-    for (const auto& [k, y] : chain) known.emplace_back(static_cast<double>(k), y);
+    for (const auto& [k, y] : obs.chain) known.emplace_back(static_cast<double>(k), y);
     known.emplace_back(n, span - 0.5);
     out.boundaries.clear();
     for (std::size_t i = 0; i + 1 < known.size(); ++i) {
@@ -1589,7 +1506,7 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     out.boundaries.push_back(span - 0.5);
   }
   // 0.5 at p = 1 %, 0.75 at 0.1 %: how unlikely the alignment is by chance.
-  out.confidence = clamp01(-std::log10(out.p_value) / 4.0);
+  if (out.ok) out.confidence = clamp01(-std::log10(out.p_value) / 4.0);
   return out;
 }
 
@@ -1966,9 +1883,8 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
         eb.back() = seg.training_end_s;
         for (std::size_t i = 0; i + 1 < eb.size(); ++i) seg.epochs.push_back({eb[i], eb[i + 1]});
         seg.reason = with_notes(fmt::format(
-            "period {:.1f} samples from the busy region's edges and {}/{} inner boundaries at steps two channels "
-            "take together ({} graded steps; chance alignment of their weights p = {:.3f}), {} epochs; the "
-            "autocorrelation alone: {}",
+            "period {:.1f} samples from the busy region's edges and {}/{} inner boundaries at steps seen by two "
+            "channels at once ({} such steps; chance alignment p = {:.3f}), {} epochs; the autocorrelation alone: {}",
             ch.period_samples, ch.hits, ch.teeth, ch.events, ch.p_value,
             ch.epochs, how));
         return seg;
@@ -1979,8 +1895,8 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
         confidence = ch.confidence;
         seg.confidence = confidence;
         notes.push_back(fmt::format(
-            "edges and coincident steps suggest {} epochs of {:.3g} s ({}/{} inner boundaries, {} graded steps), but "
-            "such an alignment arises by chance with p = {:.3f} (confidence {:.2f})",
+            "edges and coincident steps suggest {} epochs of {:.3g} s ({}/{} inner boundaries, {} steps), but such an "
+            "alignment arises by chance with p = {:.3f} (confidence {:.2f})",
             ch.epochs, ch.period_samples * dt, ch.hits, ch.teeth, ch.events,
             ch.p_value, ch.confidence));
       }
