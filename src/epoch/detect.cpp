@@ -99,8 +99,10 @@ constexpr std::size_t kLazyLevel0 = 131072;  // longer series keep only the ACF 
 
 // Levels 0-3 (and level 4 whole when `level4`) of `p`, stored over `want`.
 std::size_t sweep_levels(ZPyramid& p, double lo, double hi, const signal::PyramidStore& want,
-                         std::array<signal::Buffer, 4>& out, signal::Buffer* level4) {
-  return signal::affine_clip_pyramid(p.source, 0, p.base, p.slope, p.inv, kClipZ, lo, hi, want, out, p.first, level4);
+                         std::array<signal::Buffer, 4>& out, signal::Buffer* level4,
+                         signal::Buffer* level5 = nullptr) {
+  return signal::affine_clip_pyramid(p.source, 0, p.base, p.slope, p.inv, kClipZ, lo, hi, want, out, p.first, level4,
+                                     level5);
 }
 
 ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, double hi, std::size_t& bad) {
@@ -175,14 +177,18 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
   }
   std::array<signal::Buffer, 4> first;
   signal::Buffer level4;
-  bad = sweep_levels(out, check ? lo : -kInf, check ? hi : kInf, want, first, &level4);
+  signal::Buffer level5;  // made in the same sweep, as halve() would make it
+  bad = sweep_levels(out, check ? lo : -kInf, check ? hi : kInf, want, first, &level4,
+                     out.len.size() > 5 ? &level5 : nullptr);
   if (check && bad > 0) return {};
   auto& levels = out.levels;
   for (std::size_t l = 0; l < out.len.size(); ++l) {
     if (l < 4) {
       levels.push_back(std::move(first[l]));
+    } else if (l < 6) {
+      levels.push_back(l == 4 ? std::move(level4) : std::move(level5));
     } else {
-      levels.push_back(l == 4 ? std::move(level4) : signal::halve(levels.back()));
+      levels.push_back(signal::halve(levels.back()));
     }
   }
   return out;

@@ -152,11 +152,11 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
     for (std::size_t first : {0u, 5u}) {
       auto y = random_series(n + 200, n * 3 + first);
       const double base = 48, slope = 0.01, inv = 1.0 / 15, clip = 1.5;
-      std::vector<std::vector<double>> ref(5);
+      std::vector<std::vector<double>> ref(6);
       ref[0].resize(y.size());
       for (std::size_t i = 0; i < y.size(); ++i)
         ref[0][i] = std::clamp((y[i] - base - slope * static_cast<double>(first + i)) * inv, -clip, clip);
-      for (std::size_t l = 1; l < 5; ++l) {
+      for (std::size_t l = 1; l < 6; ++l) {
         ref[l].resize(ref[l - 1].size() / 2);
         for (std::size_t k = 0; k < ref[l].size(); ++k) ref[l][k] = 0.5 * (ref[l - 1][2 * k] + ref[l - 1][2 * k + 1]);
       }
@@ -168,8 +168,8 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
       }
       std::array<Buffer, 4> out;
       std::array<std::size_t, 4> from{};
-      Buffer level4;
-      ASSERT_EQ(affine_clip_pyramid(y, first, base, slope, inv, clip, -1e9, 1e9, want, out, from, &level4), 0u);
+      Buffer level4, level5;
+      ASSERT_EQ(affine_clip_pyramid(y, first, base, slope, inv, clip, -1e9, 1e9, want, out, from, &level4, &level5), 0u);
       for (std::size_t l = 0; l < 4; ++l) {
         ASSERT_LE(from[l], want[l].first) << n << " level " << l;
         ASSERT_GE(from[l] + out[l].size(), want[l].second) << n << " level " << l;
@@ -179,6 +179,12 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
       }
       ASSERT_EQ(level4.size(), ref[4].size()) << n;
       for (std::size_t k = 0; k < level4.size(); ++k) ASSERT_EQ(level4[k], ref[4][k]) << n << " level 4 at " << k;
+      // Level 5 made in the sweep: what halve() makes of level 4 (an odd last value dropped).
+      ASSERT_EQ(level5.size(), ref[5].size()) << n;
+      for (std::size_t k = 0; k < level5.size(); ++k) ASSERT_EQ(level5[k], ref[5][k]) << n << " level 5 at " << k;
+      const Buffer halved = halve(level4);
+      ASSERT_EQ(halved.size(), level5.size()) << n;
+      for (std::size_t k = 0; k < level5.size(); ++k) ASSERT_EQ(level5[k], halved[k]) << n << " level 5 at " << k;
       // A NaN or an implausible reading anywhere (in a block or in the tail) is counted.
       for (std::size_t at : {std::size_t{0}, y.size() / 2, y.size() - 1}) {
         auto bad = y;
@@ -363,6 +369,9 @@ TEST(SampleLayout, ShortSeriesWholeLongSeriesInEvenBlocks) {
     EXPECT_EQ(l.block, 16u);
     EXPECT_EQ(l.index(0), 0u);
     EXPECT_EQ(l.index(l.size() - 1), n - 1) << n;  // first to last sample
+    ASSERT_EQ(l.starts.size(), l.blocks);
+    for (std::size_t j = 0; j < l.blocks; ++j)  // the stepped starts are the formula's
+      ASSERT_EQ(l.start(j), j * (n - 16) / (l.blocks - 1)) << n << " " << j;
     for (std::size_t j = 1; j < l.blocks; ++j) {   // evenly: spacing differs by at most one
       ASSERT_GE(l.start(j) - l.start(j - 1), 16u) << n << " " << j;  // blocks do not overlap
       ASSERT_LE(l.start(j) - l.start(j - 1), (n - 16) / (l.blocks - 1) + 1) << n << " " << j;
@@ -490,11 +499,12 @@ TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
           std::size_t count;
           std::array<Buffer, 4> levels;
           std::array<std::size_t, 4> from;
-          Buffer level4;
+          Buffer level4, level5;
         };
         auto run = [&] {
           Out o{};
-          o.count = affine_clip_pyramid(bad, 3, 48, 0.013, 1.0 / 17, 2.5, -1e9, 1e9, want, o.levels, o.from, &o.level4);
+          o.count = affine_clip_pyramid(bad, 3, 48, 0.013, 1.0 / 17, 2.5, -1e9, 1e9, want, o.levels, o.from, &o.level4,
+                                        &o.level5);
           return o;
         };
         const Out a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
@@ -504,6 +514,7 @@ TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
         EXPECT_EQ(a.from, b.from) << what;
         for (std::size_t l = 0; l < 4; ++l) expect_same_bits(a.levels[l], b.levels[l], what + " level " + std::to_string(l));
         expect_same_bits(a.level4, b.level4, what + " level 4");
+        expect_same_bits(a.level5, b.level5, what + " level 5");
         EXPECT_EQ(on_path(Simd::kBaseline, [&] { return count_outside(bad, -1e9, 1e9); }),
                   on_path(Simd::kAvx2, [&] { return count_outside(bad, -1e9, 1e9); }))
             << what;
