@@ -84,7 +84,7 @@ struct Region {
 // that sweep also counts readings outside [lo, hi] or NaN; `bad` gets the count (then the
 // result is meaningless and the caller repairs the channel first).
 // A channel's z-score pyramid. Levels 0-3 of a long series are read only in their centred ACF
-// windows, so only those windows are stored (one sweep writes them and level 4 whole); the whole
+// windows, so only those windows are stored (one sweep writes them, level 4 whole and level 5); the whole
 // levels are recomputed from the source (same formula, same values) when something asks for
 // them, e.g. boundary matching when the period is short.
 struct ZPyramid {
@@ -97,7 +97,7 @@ struct ZPyramid {
 };
 constexpr std::size_t kLazyLevel0 = 131072;  // longer series keep only the ACF windows of levels 0-3
 
-// Levels 0-3 (and level 4 whole when `level4`) of `p`, stored over `want`.
+// Levels 0-3 (and level 4 whole when `level4`, level 5 when `level5`) of `p`, stored over `want`.
 std::size_t sweep_levels(ZPyramid& p, double lo, double hi, const signal::PyramidStore& want,
                          std::array<signal::Buffer, 4>& out, signal::Buffer* level4,
                          signal::Buffer* level5 = nullptr) {
