@@ -595,6 +595,34 @@ void gather(std::span<const double> x, const SampleLayout& layout, std::vector<d
   }
 }
 
+void subtract_line(std::span<double> x, const SampleLayout& layout, double intercept, double slope) {
+  const V2 vi = splat(intercept), vs = splat(slope), two = splat(2);
+  double* o = x.data();
+  // Indices through signed integers: exact below 2^53, and an unsigned 64-bit conversion is a
+  // branch per value on x86-64.
+  for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
+    const auto s0 = static_cast<double>(static_cast<std::int64_t>(layout.start(j)));
+    std::size_t t = 0;
+    V2 idx{s0, s0 + 1};  // s0 + t exactly (integers)
+    for (; t + 2 <= layout.block; t += 2, k += 2, idx += two) store2(o + k, load2(o + k) - (vi + vs * idx));
+    for (; t < layout.block; ++t, ++k) o[k] -= intercept + slope * (s0 + static_cast<double>(t));
+  }
+}
+
+void abs_deviation(std::span<double> x, double m) {
+  const V2 vm = splat(m);
+  double* o = x.data();
+  const std::size_t n = x.size();
+  std::size_t i = 0;
+  using U2 = std::uint64_t __attribute__((vector_size(16)));
+  const U2 magnitude{~(std::uint64_t{1} << 63), ~(std::uint64_t{1} << 63)};
+  for (; i + 2 <= n; i += 2) {
+    const V2 d = load2(o + i) - vm;
+    store2(o + i, reinterpret_cast<V2>(reinterpret_cast<U2>(d) & magnitude));  // sign bit cleared, as fabs
+  }
+  for (; i < n; ++i) o[i] = std::abs(o[i] - m);
+}
+
 double quantile_sampled(std::span<const double> x, double q, std::size_t max_count) {
   if (x.size() <= max_count) return quantile(x, q);
   std::vector<double> sample;

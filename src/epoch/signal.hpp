@@ -101,6 +101,12 @@ SampleLayout sample_layout(std::size_t n, std::size_t max_count = 16384);
 // x at the layout's indices, in order.
 void gather(std::span<const double> x, const SampleLayout& layout, std::vector<double>& out);
 
+// x[k] -= intercept + slope * i for the layout's sample index i of each x[k] (x = gather()'s
+// output), and x[k] = |x[k] - m|: the z-score step's residuals and absolute deviations, two
+// values per operation (scalar loops were 3 % of a 24 h detection). Same values as the loops.
+void subtract_line(std::span<double> x, const SampleLayout& layout, double intercept, double slope);
+void abs_deviation(std::span<double> x, double m);
+
 // q-quantile (0..1) of the values; copies. NaN-free input expected.
 double quantile(std::span<const double> x, double q);
 double median(std::span<const double> x);

@@ -280,6 +280,66 @@ TEST(SignalStep, SmallestStepMatchesSortedDifferences) {
   EXPECT_GT(smallest_step(big), 1000.0);
 }
 
+// The z-score step's residuals and absolute deviations, against the scalar loops they replace
+// (bit for bit; -0 and odd lengths included).
+TEST(SignalResiduals, SubtractLineAndAbsDeviationMatchScalarLoops) {
+  for (std::size_t n : {1u, 2u, 3u, 17u, 1001u, 16384u, 16385u, 100003u}) {
+    const auto layout = sample_layout(n);
+    const auto y = random_series(n, n);
+    std::vector<double> got;
+    gather(y, layout, got);
+    auto want = got;
+    const double intercept = 3.25, slope = -1.0 / 3;
+    for (std::size_t k = 0; k < want.size(); ++k)
+      want[k] -= intercept + slope * static_cast<double>(static_cast<std::int64_t>(layout.index(k)));
+    subtract_line(got, layout, intercept, slope);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0) << n;
+    got[0] = want[0] = -0.0;
+    const double m = got.size() > 1 ? got[1] : 0.0;
+    for (double& v : want) v = std::abs(v - m);
+    abs_deviation(got, m);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0) << n;
+  }
+}
+
+// The flicker check's shortcut (detect.cpp, profile_resolved): a gap d between two of a subset
+// of the first 4,096 finite readings (every 16th) bounds their step from above once
+// d > 8192e-9 (max |r| + 1): the other readings split it into gaps of which one counts.
+TEST(SignalStep, SubsetStepBoundsTheFullStep) {
+  std::mt19937_64 rng(11);
+  int used = 0;
+  for (int kind = 0; kind < 5; ++kind)
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<double> r(5000);
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        switch (kind) {
+          case 0: r[i] = std::floor(u * 100); break;
+          case 1: r[i] = std::round(u * 30000) / 100; break;
+          case 2: r[i] = 100 + u * 200; break;
+          case 3: r[i] = 10 + (i % 16 == 0 ? std::floor(u * 4) : u * 4); break;  // the subset quantised, the rest not
+          default: r[i] = i % 5 == 0 ? std::numeric_limits<double>::quiet_NaN() : 1e9 + std::floor(u * 3) * 0.01;
+        }
+      }
+      double biggest = 0;
+      for (std::size_t i = 0, seen = 0; i < r.size() && seen < 4096; ++i)
+        if (std::isfinite(r[i])) biggest = std::max(biggest, std::abs(r[i])), ++seen;
+      std::vector<double> every16;
+      for (std::size_t i = 0, seen = 0; i < r.size() && seen < 4096; ++i)
+        if (std::isfinite(r[i]) && seen++ % 16 == 0) every16.push_back(r[i]);
+      std::sort(every16.begin(), every16.end());
+      const double full = smallest_step(r, 4096);
+      for (std::size_t k = 1; k < every16.size(); ++k) {
+        const double d = every16[k] - every16[k - 1];
+        if (!(d > 8192e-9 * (biggest + 1))) continue;
+        ++used;
+        ASSERT_GT(full, 0.0) << kind << " " << trial << " " << k;
+        ASSERT_LE(full, d) << kind << " " << trial << " " << k;
+      }
+    }
+  EXPECT_GT(used, 5000);  // the shortcut applies to most gaps (not to kind 4: 1e9 needs a gap > 8 k)
+}
+
 // Busy runs without the division, against the byte-per-sample loop the detector used: integer
 // utilisation whose 3-sample sums sit exactly on the threshold's boundary, every word tail.
 std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector<double>& a, double threshold) {
