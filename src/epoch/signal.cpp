@@ -186,6 +186,17 @@ struct PyramidSweep {
   // Readings checked by their running min and max (NaN is lost there, but it survives the
   // clip and the pairwise sums into `probe`); counted exactly by the caller only when bad.
   double vmin = std::numeric_limits<double>::infinity(), vmax = -std::numeric_limits<double>::infinity(), probe = 0;
+  // Level 5 from each pair of level-4 values as they are made, (left + right) * 0.5 as halve()
+  // makes it: the sweep waits on memory, and halving level 4 afterwards was another pass.
+  // (A cascade to every coarser level here branched unpredictably and cost more than it saved.)
+  double* o5 = nullptr;
+  double left = 0;
+  void level4(std::size_t k, double v) {
+    o4[k] = v;
+    if (!o5) return;
+    if (k & 1) o5[k >> 1] = (left + v) * 0.5;  // k alternates: predicted
+    left = v;
+  }
 };
 
 void pyramid_blocks_base(PyramidSweep& s, std::size_t b, std::size_t e, unsigned mask) {
@@ -233,7 +244,7 @@ void pyramid_blocks_base(PyramidSweep& s, std::size_t b, std::size_t e, unsigned
     const V2 d0 = pair_sums(c0, c1);
     if (mask & 8u) store2(o[3] + (i / 8 - out_first[3]), d0 * splat(0.125));
     nan_probe += d0;
-    if (o4) o4[k] = (d0[0] + d0[1]) * 0.0625;
+    if (o4) s.level4(k, (d0[0] + d0[1]) * 0.0625);
   }
   s.vmin = std::min({s.vmin, vmin[0], vmin[1]});
   s.vmax = std::max({s.vmax, vmax[0], vmax[1]});
@@ -290,7 +301,7 @@ EPOCHCAST_AVX2 void pyramid_blocks_avx2(PyramidSweep& s, std::size_t b, std::siz
     const V2 d0 = __builtin_shufflevector(cl, ch, 0, 2) + __builtin_shufflevector(cl, ch, 1, 3);
     if (mask & 8u) store2(o[3] + (i / 8 - of[3]), d0 * splat(0.125));
     nan_probe += d0;
-    if (o4) o4[k] = (d0[0] + d0[1]) * 0.0625;
+    if (o4) s.level4(k, (d0[0] + d0[1]) * 0.0625);
   }
   for (int j = 0; j < 4; ++j) s.vmin = std::min(s.vmin, vmin[j]), s.vmax = std::max(s.vmax, vmax[j]);
   s.probe += nan_probe[0] + nan_probe[1];
@@ -300,7 +311,8 @@ EPOCHCAST_AVX2 void pyramid_blocks_avx2(PyramidSweep& s, std::size_t b, std::siz
 
 std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, double base, double slope, double inv,
                                 double clip, double valid_lo, double valid_hi, const PyramidStore& want,
-                                std::array<Buffer, 4>& out, std::array<std::size_t, 4>& out_first, Buffer* level4) {
+                                std::array<Buffer, 4>& out, std::array<std::size_t, 4>& out_first, Buffer* level4,
+                                Buffer* level5) {
   const std::size_t n = y.size();
   const std::size_t blocks = n / 16;  // whole 16-sample blocks: 16, 8, 4, 2, 1 values of levels 0..4
   // Per level, the blocks whose values are stored (the wanted range rounded out to blocks) and
@@ -325,6 +337,10 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
   std::array<double*, 4> o{};
   for (std::size_t l = 0; l < 4; ++l) o[l] = out[l].data();  // level index k is at o[l][k - out_first[l]]
   PyramidSweep sweep_state{p, o, out_first, level4 ? level4->data() : nullptr, first, base, slope, inv, clip};
+  if (level4 && level5) {
+    level5->resize(blocks / 2);  // halve() drops an odd last value, and so does the pairing
+    sweep_state.o5 = level5->data();
+  }
   const bool avx2 = use_avx2();
   auto sweep = [&](std::size_t b, std::size_t e, unsigned mask) {
 #if EPOCHCAST_AVX2_DISPATCH
@@ -540,9 +556,19 @@ double quantile(std::span<const double> x, double q) {
 double median(std::span<const double> x) { return quantile(x, 0.5); }
 
 SampleLayout sample_layout(std::size_t n, std::size_t max_count) {
-  if (n <= max_count || max_count < 2) return {1, n, n};
+  if (n <= max_count || max_count < 2) return {1, n, n, {}};
   const std::size_t block = max_count >= 32 ? 16 : 1;
-  return {max_count / block, block, n};
+  SampleLayout l{max_count / block, block, n, {}};
+  // floor(j * (n - block) / (blocks - 1)), stepped by quotient and remainder.
+  const std::size_t span = n - block, den = l.blocks - 1, q = span / den, r = span % den;
+  l.starts.resize(l.blocks);
+  for (std::size_t j = 0, s = 0, acc = 0; j < l.blocks; ++j) {
+    l.starts[j] = s;
+    s += q;
+    acc += r;
+    if (acc >= den) acc -= den, ++s;
+  }
+  return l;
 }
 
 void gather(std::span<const double> x, const SampleLayout& layout, std::vector<double>& out) {
@@ -561,8 +587,40 @@ void gather(std::span<const double> x, const SampleLayout& layout, std::vector<d
       __builtin_prefetch(a);
       __builtin_prefetch(a + layout.block - 1);
     }
-    std::copy_n(p + layout.start(j), layout.block, o);
+    if (layout.block == 16) {
+      std::memcpy(o, p + layout.start(j), 16 * sizeof(double));  // inline moves, not a call per block
+    } else {
+      std::copy_n(p + layout.start(j), layout.block, o);
+    }
   }
+}
+
+void subtract_line(std::span<double> x, const SampleLayout& layout, double intercept, double slope) {
+  const V2 vi = splat(intercept), vs = splat(slope), two = splat(2);
+  double* o = x.data();
+  // Indices through signed integers: exact below 2^53, and an unsigned 64-bit conversion is a
+  // branch per value on x86-64.
+  for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
+    const auto s0 = static_cast<double>(static_cast<std::int64_t>(layout.start(j)));
+    std::size_t t = 0;
+    V2 idx{s0, s0 + 1};  // s0 + t exactly (integers)
+    for (; t + 2 <= layout.block; t += 2, k += 2, idx += two) store2(o + k, load2(o + k) - (vi + vs * idx));
+    for (; t < layout.block; ++t, ++k) o[k] -= intercept + slope * (s0 + static_cast<double>(t));
+  }
+}
+
+void abs_deviation(std::span<double> x, double m) {
+  const V2 vm = splat(m);
+  double* o = x.data();
+  const std::size_t n = x.size();
+  std::size_t i = 0;
+  using U2 = std::uint64_t __attribute__((vector_size(16)));
+  const U2 magnitude{~(std::uint64_t{1} << 63), ~(std::uint64_t{1} << 63)};
+  for (; i + 2 <= n; i += 2) {
+    const V2 d = load2(o + i) - vm;
+    store2(o + i, reinterpret_cast<V2>(reinterpret_cast<U2>(d) & magnitude));  // sign bit cleared, as fabs
+  }
+  for (; i < n; ++i) o[i] = std::abs(o[i] - m);
 }
 
 double quantile_sampled(std::span<const double> x, double q, std::size_t max_count) {
@@ -893,6 +951,53 @@ void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
   autocorrelation_base(x.data(), x.size(), lo, hi, out.data());
 }
 
+namespace {
+// w[i] = p[i] - (S[i + right + 1] - S[i - left]) * inv over whole groups of 8 from i (advanced);
+// returns the sum of the w[i] as (lanes 0+4, 1+5) + (2+6, 3+7) of eight interleaved sums.
+V2 highpass_interior_base(const double* p, const double* S, double* w, std::size_t& i, std::size_t last,
+                          std::size_t left, std::size_t right, double inv) {
+  const V2 vinv = splat(inv);
+  V2 a = splat(0), b = splat(0), c = splat(0), d = splat(0);
+  auto at = [&](std::size_t j) __attribute__((always_inline)) {
+    const V2 v = load2(p + j) - (load2(S + j + right + 1) - load2(S + j - left)) * vinv;
+    store2(w + j, v);
+    return v;
+  };
+  for (; i + 8 <= last; i += 8) {
+    a += at(i);
+    b += at(i + 2);
+    c += at(i + 4);
+    d += at(i + 6);
+  }
+  return (a + c) + (b + d);
+}
+#if EPOCHCAST_AVX2_DISPATCH
+EPOCHCAST_AVX2 V2 highpass_interior_avx2(const double* p, const double* S, double* w, std::size_t& i,
+                                         std::size_t last, std::size_t left, std::size_t right, double inv) {
+  const V4 vinv = splat4(inv);
+  V4 a = splat4(0), b = splat4(0);  // lanes: the baseline's (a, b) and (c, d)
+  auto at = [&](std::size_t j) __attribute__((always_inline, target("avx2"))) {
+    const V4 v = load4(p + j) - (load4(S + j + right + 1) - load4(S + j - left)) * vinv;
+    store4(w + j, v);
+    return v;
+  };
+  for (; i + 8 <= last; i += 8) {
+    a += at(i);
+    b += at(i + 4);
+  }
+  const V4 t = a + b;  // (a + c, b + d)
+  return lo2(t) + hi2(t);
+}
+#endif
+V2 highpass_interior(const double* p, const double* S, double* w, std::size_t& i, std::size_t last,
+                     std::size_t left, std::size_t right, double inv) {
+#if EPOCHCAST_AVX2_DISPATCH
+  if (use_avx2()) return highpass_interior_avx2(p, S, w, i, last, left, right, inv);
+#endif
+  return highpass_interior_base(p, S, w, i, last, left, right, inv);
+}
+}  // namespace
+
 void centred_autocorrelation(std::span<const double> x, std::size_t width, std::size_t lo, std::size_t hi,
                              Buffer& work, std::vector<double>& out) {
   const std::size_t n = x.size();
@@ -940,8 +1045,11 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
       s0[0] += w[i];
     };
     for (std::size_t i = 0; i < first; ++i) edge(i);
-    const V2 vinv = splat(inv);
     std::size_t i = first;
+    // Eight interleaved sums (i mod 8) for the mean: with two (one V2 chain) this loop waited
+    // on its additions, 1.5 cycles per value (the largest part of the ACF step).
+    s1 = highpass_interior(p, S, w, i, last, left, right, inv);
+    const V2 vinv = splat(inv);
     for (; i + 2 <= last; i += 2) {
       const V2 v = load2(p + i) - (load2(S + i + right + 1) - load2(S + i - left)) * vinv;
       store2(w + i, v);

@@ -60,10 +60,12 @@ using PyramidStore = std::array<std::pair<std::size_t, std::size_t>, 4>;
 // to whole 16-sample blocks): out[l][k] is level l's value at index out_first[l] + k. Level 4
 // (n / 16 values) is written whole to `level4` when given. The long levels are mostly read in
 // one centred window, and writing them whole was the cost of this sweep.
+// With `level4` and `level5`, level 5 (as halve() makes it from level 4) in the same sweep.
 // Returns how many y[i] are outside [valid_lo, valid_hi] or NaN (checked in the same sweep).
 std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, double base, double slope, double inv,
                                 double clip, double valid_lo, double valid_hi, const PyramidStore& want,
-                                std::array<Buffer, 4>& out, std::array<std::size_t, 4>& out_first, Buffer* level4);
+                                std::array<Buffer, 4>& out, std::array<std::size_t, 4>& out_first, Buffer* level4,
+                                Buffer* level5 = nullptr);
 // The same with levels 0-3 stored whole (out[l].size() == y.size() >> l).
 std::size_t affine_clip_pyramid(std::span<const double> y, double base, double slope, double inv, double clip,
                                 double valid_lo, double valid_hi, std::array<Buffer, 4>& out);
@@ -85,13 +87,25 @@ double fill_gaps(std::vector<double>& x);
 // two or three cache lines.
 struct SampleLayout {
   std::size_t blocks = 0, block = 0, n = 0;
+  // Block starts, filled by sample_layout() without a division each (a 64-bit division per
+  // block, five uses per block and channel, was ~2 % of a 24 h detection).
+  std::vector<std::size_t> starts;
   [[nodiscard]] std::size_t size() const { return blocks * block; }
-  [[nodiscard]] std::size_t start(std::size_t j) const { return blocks > 1 ? j * (n - block) / (blocks - 1) : 0; }
+  [[nodiscard]] std::size_t start(std::size_t j) const {
+    if (j < starts.size()) return starts[j];
+    return blocks > 1 ? j * (n - block) / (blocks - 1) : 0;
+  }
   [[nodiscard]] std::size_t index(std::size_t k) const { return start(k / block) + k % block; }
 };
 SampleLayout sample_layout(std::size_t n, std::size_t max_count = 16384);
 // x at the layout's indices, in order.
 void gather(std::span<const double> x, const SampleLayout& layout, std::vector<double>& out);
+
+// x[k] -= intercept + slope * i for the layout's sample index i of each x[k] (x = gather()'s
+// output), and x[k] = |x[k] - m|: the z-score step's residuals and absolute deviations, two
+// values per operation (scalar loops were 3 % of a 24 h detection). Same values as the loops.
+void subtract_line(std::span<double> x, const SampleLayout& layout, double intercept, double slope);
+void abs_deviation(std::span<double> x, double m);
 
 // q-quantile (0..1) of the values; copies. NaN-free input expected.
 double quantile(std::span<const double> x, double q);

@@ -152,11 +152,11 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
     for (std::size_t first : {0u, 5u}) {
       auto y = random_series(n + 200, n * 3 + first);
       const double base = 48, slope = 0.01, inv = 1.0 / 15, clip = 1.5;
-      std::vector<std::vector<double>> ref(5);
+      std::vector<std::vector<double>> ref(6);
       ref[0].resize(y.size());
       for (std::size_t i = 0; i < y.size(); ++i)
         ref[0][i] = std::clamp((y[i] - base - slope * static_cast<double>(first + i)) * inv, -clip, clip);
-      for (std::size_t l = 1; l < 5; ++l) {
+      for (std::size_t l = 1; l < 6; ++l) {
         ref[l].resize(ref[l - 1].size() / 2);
         for (std::size_t k = 0; k < ref[l].size(); ++k) ref[l][k] = 0.5 * (ref[l - 1][2 * k] + ref[l - 1][2 * k + 1]);
       }
@@ -168,8 +168,8 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
       }
       std::array<Buffer, 4> out;
       std::array<std::size_t, 4> from{};
-      Buffer level4;
-      ASSERT_EQ(affine_clip_pyramid(y, first, base, slope, inv, clip, -1e9, 1e9, want, out, from, &level4), 0u);
+      Buffer level4, level5;
+      ASSERT_EQ(affine_clip_pyramid(y, first, base, slope, inv, clip, -1e9, 1e9, want, out, from, &level4, &level5), 0u);
       for (std::size_t l = 0; l < 4; ++l) {
         ASSERT_LE(from[l], want[l].first) << n << " level " << l;
         ASSERT_GE(from[l] + out[l].size(), want[l].second) << n << " level " << l;
@@ -179,6 +179,12 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
       }
       ASSERT_EQ(level4.size(), ref[4].size()) << n;
       for (std::size_t k = 0; k < level4.size(); ++k) ASSERT_EQ(level4[k], ref[4][k]) << n << " level 4 at " << k;
+      // Level 5 made in the sweep: what halve() makes of level 4 (an odd last value dropped).
+      ASSERT_EQ(level5.size(), ref[5].size()) << n;
+      for (std::size_t k = 0; k < level5.size(); ++k) ASSERT_EQ(level5[k], ref[5][k]) << n << " level 5 at " << k;
+      const Buffer halved = halve(level4);
+      ASSERT_EQ(halved.size(), level5.size()) << n;
+      for (std::size_t k = 0; k < level5.size(); ++k) ASSERT_EQ(level5[k], halved[k]) << n << " level 5 at " << k;
       // A NaN or an implausible reading anywhere (in a block or in the tail) is counted.
       for (std::size_t at : {std::size_t{0}, y.size() / 2, y.size() - 1}) {
         auto bad = y;
@@ -274,6 +280,66 @@ TEST(SignalStep, SmallestStepMatchesSortedDifferences) {
   EXPECT_GT(smallest_step(big), 1000.0);
 }
 
+// The z-score step's residuals and absolute deviations, against the scalar loops they replace
+// (bit for bit; -0 and odd lengths included).
+TEST(SignalResiduals, SubtractLineAndAbsDeviationMatchScalarLoops) {
+  for (std::size_t n : {1u, 2u, 3u, 17u, 1001u, 16384u, 16385u, 100003u}) {
+    const auto layout = sample_layout(n);
+    const auto y = random_series(n, n);
+    std::vector<double> got;
+    gather(y, layout, got);
+    auto want = got;
+    const double intercept = 3.25, slope = -1.0 / 3;
+    for (std::size_t k = 0; k < want.size(); ++k)
+      want[k] -= intercept + slope * static_cast<double>(static_cast<std::int64_t>(layout.index(k)));
+    subtract_line(got, layout, intercept, slope);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0) << n;
+    got[0] = want[0] = -0.0;
+    const double m = got.size() > 1 ? got[1] : 0.0;
+    for (double& v : want) v = std::abs(v - m);
+    abs_deviation(got, m);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0) << n;
+  }
+}
+
+// The flicker check's shortcut (detect.cpp, profile_resolved): a gap d between two of a subset
+// of the first 4,096 finite readings (every 16th) bounds their step from above once
+// d > 8192e-9 (max |r| + 1): the other readings split it into gaps of which one counts.
+TEST(SignalStep, SubsetStepBoundsTheFullStep) {
+  std::mt19937_64 rng(11);
+  int used = 0;
+  for (int kind = 0; kind < 5; ++kind)
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<double> r(5000);
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        switch (kind) {
+          case 0: r[i] = std::floor(u * 100); break;
+          case 1: r[i] = std::round(u * 30000) / 100; break;
+          case 2: r[i] = 100 + u * 200; break;
+          case 3: r[i] = 10 + (i % 16 == 0 ? std::floor(u * 4) : u * 4); break;  // the subset quantised, the rest not
+          default: r[i] = i % 5 == 0 ? std::numeric_limits<double>::quiet_NaN() : 1e9 + std::floor(u * 3) * 0.01;
+        }
+      }
+      double biggest = 0;
+      for (std::size_t i = 0, seen = 0; i < r.size() && seen < 4096; ++i)
+        if (std::isfinite(r[i])) biggest = std::max(biggest, std::abs(r[i])), ++seen;
+      std::vector<double> every16;
+      for (std::size_t i = 0, seen = 0; i < r.size() && seen < 4096; ++i)
+        if (std::isfinite(r[i]) && seen++ % 16 == 0) every16.push_back(r[i]);
+      std::sort(every16.begin(), every16.end());
+      const double full = smallest_step(r, 4096);
+      for (std::size_t k = 1; k < every16.size(); ++k) {
+        const double d = every16[k] - every16[k - 1];
+        if (!(d > 8192e-9 * (biggest + 1))) continue;
+        ++used;
+        ASSERT_GT(full, 0.0) << kind << " " << trial << " " << k;
+        ASSERT_LE(full, d) << kind << " " << trial << " " << k;
+      }
+    }
+  EXPECT_GT(used, 5000);  // the shortcut applies to most gaps (not to kind 4: 1e9 needs a gap > 8 k)
+}
+
 // Busy runs without the division, against the byte-per-sample loop the detector used: integer
 // utilisation whose 3-sample sums sit exactly on the threshold's boundary, every word tail.
 std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector<double>& a, double threshold) {
@@ -363,6 +429,9 @@ TEST(SampleLayout, ShortSeriesWholeLongSeriesInEvenBlocks) {
     EXPECT_EQ(l.block, 16u);
     EXPECT_EQ(l.index(0), 0u);
     EXPECT_EQ(l.index(l.size() - 1), n - 1) << n;  // first to last sample
+    ASSERT_EQ(l.starts.size(), l.blocks);
+    for (std::size_t j = 0; j < l.blocks; ++j)  // the stepped starts are the formula's
+      ASSERT_EQ(l.start(j), j * (n - 16) / (l.blocks - 1)) << n << " " << j;
     for (std::size_t j = 1; j < l.blocks; ++j) {   // evenly: spacing differs by at most one
       ASSERT_GE(l.start(j) - l.start(j - 1), 16u) << n << " " << j;  // blocks do not overlap
       ASSERT_LE(l.start(j) - l.start(j - 1), (n - 16) / (l.blocks - 1) + 1) << n << " " << j;
@@ -490,11 +559,12 @@ TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
           std::size_t count;
           std::array<Buffer, 4> levels;
           std::array<std::size_t, 4> from;
-          Buffer level4;
+          Buffer level4, level5;
         };
         auto run = [&] {
           Out o{};
-          o.count = affine_clip_pyramid(bad, 3, 48, 0.013, 1.0 / 17, 2.5, -1e9, 1e9, want, o.levels, o.from, &o.level4);
+          o.count = affine_clip_pyramid(bad, 3, 48, 0.013, 1.0 / 17, 2.5, -1e9, 1e9, want, o.levels, o.from, &o.level4,
+                                        &o.level5);
           return o;
         };
         const Out a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
@@ -504,6 +574,7 @@ TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
         EXPECT_EQ(a.from, b.from) << what;
         for (std::size_t l = 0; l < 4; ++l) expect_same_bits(a.levels[l], b.levels[l], what + " level " + std::to_string(l));
         expect_same_bits(a.level4, b.level4, what + " level 4");
+        expect_same_bits(a.level5, b.level5, what + " level 5");
         EXPECT_EQ(on_path(Simd::kBaseline, [&] { return count_outside(bad, -1e9, 1e9); }),
                   on_path(Simd::kAvx2, [&] { return count_outside(bad, -1e9, 1e9); }))
             << what;
