@@ -648,6 +648,8 @@ class KnnLearner final : public Learner {
 
 // xoshiro256** seeded through splitmix64: a few cycles a draw, and the same stream on every
 // platform and standard library (std:: distributions differ between libstdc++ and libc++).
+// Draw runs use a local copy: GCC updates a state in memory with 128-bit vectors reading what
+// the previous draw stored as scalars, a store-forwarding stall per draw (13 % of a fit).
 class FastRng {
  public:
   explicit FastRng(std::uint64_t seed) {
@@ -725,8 +727,6 @@ class ExtraTreesLearner final : public Learner {
   void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
     // Missing values take the column median: trees then see them as typical.
     fill_.assign(x.cols, 0.0);
-    // Column-major copy with missing values filled: a node scans one column at a time.
-    std::vector<double> columns(x.rows * x.cols);
     std::vector<double> v;
     for (std::size_t c = 0; c < x.cols; ++c) {
       v.clear();
@@ -736,11 +736,13 @@ class ExtraTreesLearner final : public Learner {
         std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
         fill_[c] = v[v.size() / 2];
       }
-      for (std::size_t i = 0; i < x.rows; ++i) {
-        const double value = x.data[i * x.cols + c];
-        columns[c * x.rows + i] = std::isfinite(value) ? value : fill_[c];
-      }
     }
+    // Row-major copy with missing values filled: a node reads its candidate features row by
+    // row, and a small node's rows stay in L1 across all of them (columns would not).
+    std::vector<double> filled(x.data);
+    for (std::size_t i = 0; i < x.rows; ++i)
+      for (std::size_t c = 0; c < x.cols; ++c)
+        if (!std::isfinite(filled[i * x.cols + c])) filled[i * x.cols + c] = fill_[c];
     if (x.cols >= (1ULL << 31) || x.rows >= (1ULL << 32))
       throw Error(ErrorCode::kInvalidArgument, "extra_trees: too many rows or columns");
     // Split scores from labels in fixed point: integer sums are exact in any order, so the
@@ -756,12 +758,12 @@ class ExtraTreesLearner final : public Learner {
     for (std::size_t i = 0; i < y.size(); ++i) y_fixed[i] = std::llround(std::ldexp(y[i], shift));
     cols_ = x.cols;
     trees_.assign(static_cast<std::size_t>(trees_wanted_), {});
-    const Data data{columns.data(), x.rows, x.cols, y, y_fixed.data()};
+    const Data data{filled.data(), x.rows, x.cols, y, y_fixed.data()};
     // Each tree has its own generator seeded from (seed, tree): same result for any thread count.
     auto work = [&](int first, int step) {
-      // Values and labels padded by a vector: the AVX2 scan reads whole vectors past a node's end.
-      Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows + 8),
-                      std::vector<std::int64_t>(x.rows + 8), std::vector<std::uint32_t>(x.cols),
+      Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows * kLanes),
+                      std::vector<std::int64_t>(x.rows), std::vector<std::uint32_t>(x.cols),
+                      std::vector<std::uint32_t>(x.cols), std::vector<double>(x.cols),
                       std::vector<char>(x.cols, 0), {}};
       for (int t = first; t < trees_wanted_; t += step) {
         FastRng rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
@@ -867,16 +869,18 @@ class ExtraTreesLearner final : public Learner {
 
  private:
   struct Data {
-    const double* columns;  // column-major, missing filled
+    const double* x;  // row-major, missing filled
     std::size_t rows, cols;
     std::span<const double> y;
     const std::int64_t* y_fixed;
   };
   struct Scratch {
     std::vector<std::uint32_t> idx;  // the rows, partitioned node by node
-    std::vector<double> values;      // one column of the node's rows
+    std::vector<double> values;      // a group of candidate features of the node's rows, row by row
     std::vector<std::int64_t> y;     // the node's labels, fixed point
     std::vector<std::uint32_t> order;
+    std::vector<std::uint32_t> active;  // the candidates not known constant, in order
+    std::vector<double> u;              // their threshold draws
     // Features constant in the current node: constant in its whole subtree, never scanned again.
     std::vector<char> constant;
     std::vector<std::size_t> marked;  // the features set in `constant`, innermost node last
@@ -910,9 +914,9 @@ class ExtraTreesLearner final : public Learner {
     std::iota(order.begin(), order.end(), 0U);
     const std::size_t tries = std::clamp<std::size_t>(
         static_cast<std::size_t>(std::ceil(max_features_ * static_cast<double>(d.cols))), 1, d.cols);
-    for (std::size_t j = 0; j < tries; ++j) {
-      std::swap(order[j], order[j + rng.below(static_cast<std::uint32_t>(d.cols - j))]);
-    }
+    FastRng r = rng;  // a local copy stays in registers (see FastRng)
+    for (std::size_t j = 0; j < tries; ++j) std::swap(order[j], order[j + r.below(static_cast<std::uint32_t>(d.cols - j))]);
+    rng = r;
     const std::size_t marked_before = s.marked.size();
     Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};
     const Scan scan{d, idx, n, yv, vals, sum_fixed, static_cast<std::size_t>(min_leaf_), order.data(), tries};
@@ -927,10 +931,10 @@ class ExtraTreesLearner final : public Learner {
       unmark(s, marked_before);
       return id;
     }
-    const double* col = d.columns + static_cast<std::size_t>(best_feature) * d.rows;
+    const double* col = d.x + static_cast<std::size_t>(best_feature);
     const auto first = s.idx.begin() + static_cast<long>(begin);
     const auto mid_it = std::partition(first, first + static_cast<long>(n),
-                                       [&](std::uint32_t r) { return col[r] <= best_threshold; });
+                                       [&](std::uint32_t r) { return col[r * d.cols] <= best_threshold; });
     const auto mid = static_cast<std::size_t>(mid_it - s.idx.begin());
     const int left = build(d, begin, mid, nodes, rng, s);
     const int right = build(d, mid, end, nodes, rng, s);
@@ -960,41 +964,92 @@ class ExtraTreesLearner final : public Learner {
     std::size_t tries;
   };
   // The node's candidate features: for each, min/max over the node, a uniform threshold in
-  // between, the label sum at or below it, the variance-reduction score; the best wins. One
-  // copy per instruction set, each with its kernels inlined: the calls and their overhead
-  // were half a node's cost (perf), most nodes being small. Same results on both paths.
-#define EPOCHCAST_TREES_SCAN(MIN_MAX, SUM_AT_OR_BELOW)                                                \
+  // between, the label sum at or below it, the variance-reduction score; the best wins.
+  // Features go through in groups of one vector's lanes (4 with AVX2, 2 with SSE2), a lane
+  // each: a row's values of the group are next to each other in the row-major copy, and a
+  // group has no per-feature loop tails, horizontal reductions or branches (those, not the
+  // arithmetic, were most of a node's cost: nodes average ~30 rows). Draws, thresholds and the
+  // order in which scores are compared are those of one feature at a time, so both paths give
+  // the same trees bit for bit (min/max and integer sums are exact in any order).
+#define EPOCHCAST_TREES_SCAN(D, I, W, LOAD)                                                                   \
   Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};                                        \
+  /* One draw per candidate, in order, whether or not it is scanned. */                                \
+  std::size_t na = 0;                                                                                  \
+  FastRng r = rng; /* a local copy stays in registers (see FastRng) */                                 \
   for (std::size_t j = 0; j < q.tries; ++j) {                                                          \
-    const std::size_t c = q.order[j];                                                                  \
+    const std::uint32_t c = q.order[j];                                                                \
     if (s.constant[c]) {                                                                               \
-      (void)rng.next(); /* drawn for every feature: the stream does not depend on data */              \
+      (void)r.next();                                                                                  \
       continue;                                                                                        \
     }                                                                                                  \
-    const auto [lo, hi] = MIN_MAX(q.d.columns + c * q.d.rows, q.idx, q.n, q.vals);                     \
-    const double u = rng.unit();                                                                       \
-    if (!(hi > lo)) {                                                                                  \
-      s.constant[c] = 1;                                                                               \
-      s.marked.push_back(c);                                                                           \
-      continue;                                                                                        \
+    s.u[na] = r.unit();                                                                                \
+    s.active[na++] = c;                                                                                \
+  }                                                                                                    \
+  rng = r;                                                                                             \
+  const std::size_t cols = q.d.cols, n = q.n;                                                          \
+  const double* const x = q.d.x;                                                                       \
+  const std::uint32_t* const idx = q.idx;                                                              \
+  const std::int64_t* const y = q.y;                                                                   \
+  double* const vals = q.vals;                                                                         \
+  constexpr double kInf = std::numeric_limits<double>::infinity();                                     \
+  for (std::size_t k = 0; k < na; k += W) {                                                            \
+    const std::size_t w = std::min<std::size_t>(W, na - k);                                            \
+    std::uint32_t f[4];                                                                                \
+    D u, lo, hi;                                                                                       \
+    for (std::size_t l = 0; l < 4; ++l) f[l] = s.active[k + std::min(l, w - 1)]; /* short group: repeat the last */ \
+    for (std::size_t l = 0; l < W; ++l) {                                                              \
+      u[l] = s.u[k + std::min(l, w - 1)];                                                              \
+      lo[l] = kInf;                                                                                    \
+      hi[l] = -kInf;                                                                                   \
     }                                                                                                  \
-    const double threshold = lo + u * (hi - lo);                                                       \
-    const auto [left_sum, left_n] = SUM_AT_OR_BELOW(q.vals, q.y, q.n, threshold);                      \
-    const std::size_t right_n = q.n - left_n;                                                          \
-    if (left_n < q.min_leaf || right_n < q.min_leaf) continue;                                         \
-    const auto l = static_cast<double>(left_sum), r = static_cast<double>(q.sum_fixed - left_sum);     \
-    /* Maximising this is maximising the variance reduction. */                                        \
-    const double score = l * l / static_cast<double>(left_n) + r * r / static_cast<double>(right_n);   \
-    if (score > best.score) best = {score, static_cast<int>(c), threshold};                            \
+    const std::uint32_t f0 = f[0], f1 = f[1], f2 = f[2], f3 = f[3];                                    \
+    (void)f2, (void)f3;                                                                                \
+    for (std::size_t i = 0; i < n; ++i) {                                                              \
+      const double* row = x + static_cast<std::size_t>(idx[i]) * cols;                                \
+      const D v = LOAD;                                                                                \
+      std::memcpy(vals + i * W, &v, sizeof v);                                                         \
+      lo = v < lo ? v : lo;                                                                            \
+      hi = v > hi ? v : hi;                                                                            \
+    }                                                                                                  \
+    const D t = lo + u * (hi - lo);                                                                    \
+    I sum = {}, neg_count = {};                                                                        \
+    for (std::size_t i = 0; i < n; ++i) {                                                              \
+      D v;                                                                                             \
+      std::memcpy(&v, vals + i * W, sizeof v);                                                         \
+      const I m = v <= t; /* all ones where true */                                                    \
+      sum += y[i] & m;                                                                                 \
+      neg_count += m;                                                                                  \
+    }                                                                                                  \
+    for (std::size_t l = 0; l < w; ++l) {                                                              \
+      const std::uint32_t c = f[l];                                                                    \
+      if (!(hi[l] > lo[l])) {                                                                          \
+        s.constant[c] = 1;                                                                             \
+        s.marked.push_back(c);                                                                         \
+        continue;                                                                                      \
+      }                                                                                                \
+      const auto left_n = static_cast<std::size_t>(-neg_count[l]), right_n = q.n - left_n;             \
+      if (left_n < q.min_leaf || right_n < q.min_leaf) continue;                                       \
+      const auto ls = static_cast<double>(sum[l]), rs = static_cast<double>(q.sum_fixed - sum[l]);     \
+      /* Maximising this is maximising the variance reduction. */                                      \
+      const double score = ls * ls / static_cast<double>(left_n) + rs * rs / static_cast<double>(right_n); \
+      if (score > best.score) best = {score, static_cast<int>(c), t[l]};                               \
+    }                                                                                                  \
   }                                                                                                    \
   return best;
 
+  static constexpr std::size_t kLanes = 4;  // the widest group (values scratch: rows × lanes)
+  using D2 = double __attribute__((vector_size(16)));
+  using I2 = std::int64_t __attribute__((vector_size(16)));
+  // LOAD: the group's values of one row as one vector from scalars (set lane by lane, GCC
+  // went through the stack: store-forwarding stalls made the fit 2x slower).
   static Best scan_base(const Scan& q, FastRng& rng, Scratch& s) {
-    EPOCHCAST_TREES_SCAN(gather_min_max_sse2, sum_at_or_below_sse2)
+    EPOCHCAST_TREES_SCAN(D2, I2, 2, (D2{row[f0], row[f1]}))
   }
 #if EPOCHCAST_TREES_AVX2
+  using D4 = double __attribute__((vector_size(32)));
+  using I4 = std::int64_t __attribute__((vector_size(32)));
   EPOCHCAST_AVX2 static Best scan_avx2(const Scan& q, FastRng& rng, Scratch& s) {
-    EPOCHCAST_TREES_SCAN(gather_min_max_avx2, sum_at_or_below_avx2)
+    EPOCHCAST_TREES_SCAN(D4, I4, 4, (D4{row[f0], row[f1], row[f2], row[f3]}))
   }
 #endif
 #undef EPOCHCAST_TREES_SCAN
@@ -1002,138 +1057,6 @@ class ExtraTreesLearner final : public Learner {
   static void unmark(Scratch& s, std::size_t keep) {
     for (std::size_t k = keep; k < s.marked.size(); ++k) s.constant[s.marked[k]] = 0;
     s.marked.resize(keep);
-  }
-
-#if EPOCHCAST_TREES_AVX2
-  [[gnu::always_inline]] EPOCHCAST_AVX2 static inline std::pair<double, double> gather_min_max_avx2(const double* col, const std::uint32_t* idx,
-                                                                      std::size_t n, double* vals) {
-    using D4 = double __attribute__((vector_size(32)));
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    D4 lo0 = {kInf, kInf, kInf, kInf}, lo1 = lo0, hi0 = -lo0, hi1 = hi0;
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      const D4 v0 = {col[idx[i]], col[idx[i + 1]], col[idx[i + 2]], col[idx[i + 3]]};
-      const D4 v1 = {col[idx[i + 4]], col[idx[i + 5]], col[idx[i + 6]], col[idx[i + 7]]};
-      std::memcpy(vals + i, &v0, sizeof v0);
-      std::memcpy(vals + i + 4, &v1, sizeof v1);
-      lo0 = v0 < lo0 ? v0 : lo0;
-      lo1 = v1 < lo1 ? v1 : lo1;
-      hi0 = v0 > hi0 ? v0 : hi0;
-      hi1 = v1 > hi1 ? v1 : hi1;
-    }
-    for (; i < n; i += 4) {
-      // Last 1-4 rows: the missing lanes repeat row i, which changes no min or max (most nodes
-      // are small, and a scalar tail was a chain of dependent min/max). Stored padding is
-      // never counted (masked in the sum).
-      const std::size_t r = n - i;
-      const std::uint32_t a = idx[i], b = idx[r > 1 ? i + 1 : i], c = idx[r > 2 ? i + 2 : i], e = idx[r > 3 ? i + 3 : i];
-      const D4 v = {col[a], col[b], col[c], col[e]};
-      std::memcpy(vals + i, &v, sizeof v);
-      lo1 = v < lo1 ? v : lo1;
-      hi1 = v > hi1 ? v : hi1;
-    }
-    lo0 = lo1 < lo0 ? lo1 : lo0;
-    hi0 = hi1 > hi0 ? hi1 : hi0;
-    const double lo = std::min(std::min(lo0[0], lo0[1]), std::min(lo0[2], lo0[3]));
-    const double hi = std::max(std::max(hi0[0], hi0[1]), std::max(hi0[2], hi0[3]));
-    return {lo, hi};
-  }
-
-  [[gnu::always_inline]] EPOCHCAST_AVX2 static inline std::pair<std::int64_t, std::size_t> sum_at_or_below_avx2(const double* vals,
-                                                                                   const std::int64_t* y,
-                                                                                   std::size_t n, double threshold) {
-    using D4 = double __attribute__((vector_size(32)));
-    using I4 = std::int64_t __attribute__((vector_size(32)));
-    const D4 t = {threshold, threshold, threshold, threshold};
-    I4 sum0 = {0, 0, 0, 0}, sum1 = sum0, neg_count = sum0;
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      D4 v0, v1;
-      I4 y0, y1;
-      std::memcpy(&v0, vals + i, sizeof v0);
-      std::memcpy(&v1, vals + i + 4, sizeof v1);
-      std::memcpy(&y0, y + i, sizeof y0);
-      std::memcpy(&y1, y + i + 4, sizeof y1);
-      const I4 m0 = v0 <= t, m1 = v1 <= t;  // all ones where true
-      sum0 += y0 & m0;
-      sum1 += y1 & m1;
-      neg_count += m0 + m1;
-    }
-    const I4 lane = {0, 1, 2, 3};
-    for (; i < n; i += 4) {  // last 1-4 rows, lanes past the node masked out
-      D4 v;
-      I4 yy;
-      std::memcpy(&v, vals + i, sizeof v);
-      std::memcpy(&yy, y + i, sizeof yy);
-      const auto left = static_cast<std::int64_t>(n - i);
-      const I4 m = (v <= t) & (lane < I4{left, left, left, left});
-      sum1 += yy & m;
-      neg_count += m;
-    }
-    sum0 += sum1;
-    const std::int64_t sum = sum0[0] + sum0[1] + sum0[2] + sum0[3];
-    const auto count = static_cast<std::size_t>(-(neg_count[0] + neg_count[1] + neg_count[2] + neg_count[3]));
-    return {sum, count};
-  }
-#endif
-
-  // The two loops every node runs for each candidate feature, in SSE2 vectors (GCC/Clang
-  // vector extension): min/max over two pairs of lanes (exact in any order).
-  [[gnu::always_inline]] static inline std::pair<double, double> gather_min_max_sse2(const double* col, const std::uint32_t* idx, std::size_t n,
-                                                       double* vals) {
-    using D2 = double __attribute__((vector_size(16)));
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    D2 lo0 = {kInf, kInf}, lo1 = lo0, hi0 = -lo0, hi1 = hi0;
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      const D2 v0 = {col[idx[i]], col[idx[i + 1]]}, v1 = {col[idx[i + 2]], col[idx[i + 3]]};
-      std::memcpy(vals + i, &v0, sizeof v0);
-      std::memcpy(vals + i + 2, &v1, sizeof v1);
-      lo0 = v0 < lo0 ? v0 : lo0;
-      lo1 = v1 < lo1 ? v1 : lo1;
-      hi0 = v0 > hi0 ? v0 : hi0;
-      hi1 = v1 > hi1 ? v1 : hi1;
-    }
-    double lo = std::min(std::min(lo0[0], lo0[1]), std::min(lo1[0], lo1[1]));
-    double hi = std::max(std::max(hi0[0], hi0[1]), std::max(hi1[0], hi1[1]));
-    for (; i < n; ++i) {
-      vals[i] = col[idx[i]];
-      lo = std::min(lo, vals[i]);
-      hi = std::max(hi, vals[i]);
-    }
-    return {lo, hi};
-  }
-
-  // Sum and count of the labels whose value is at or below the threshold; compare masks in
-  // SSE2 vectors, not branches (which side a value falls on is unpredictable). Integer sums
-  // are exact, so the vector order gives the same result as a plain loop.
-  [[gnu::always_inline]] static inline std::pair<std::int64_t, std::size_t> sum_at_or_below_sse2(const double* vals, const std::int64_t* y,
-                                                                   std::size_t n, double threshold) {
-    using D2 = double __attribute__((vector_size(16)));
-    using I2 = std::int64_t __attribute__((vector_size(16)));
-    const D2 t = {threshold, threshold};
-    I2 sum0 = {0, 0}, sum1 = {0, 0}, neg_count = {0, 0};
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      D2 v0, v1;
-      I2 y0, y1;
-      std::memcpy(&v0, vals + i, sizeof v0);
-      std::memcpy(&v1, vals + i + 2, sizeof v1);
-      std::memcpy(&y0, y + i, sizeof y0);
-      std::memcpy(&y1, y + i + 2, sizeof y1);
-      const I2 m0 = v0 <= t, m1 = v1 <= t;  // all ones where true
-      sum0 += y0 & m0;
-      sum1 += y1 & m1;
-      neg_count += m0 + m1;
-    }
-    std::int64_t sum = sum0[0] + sum0[1] + sum1[0] + sum1[1];
-    auto count = static_cast<std::size_t>(-(neg_count[0] + neg_count[1]));
-    for (; i < n; ++i) {
-      const bool left = vals[i] <= threshold;
-      sum += y[i] & -static_cast<std::int64_t>(left);
-      count += left;
-    }
-    return {sum, count};
   }
 
   void flatten() {

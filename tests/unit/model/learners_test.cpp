@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <random>
+#include <span>
 
 #include "epochcast/core/error.hpp"
 
@@ -134,6 +136,133 @@ TEST(ExtraTrees, SameResultForAnyThreadCount) {
   a->fit(train.x, train.y, 5);
   b->fit(train.x, train.y, 5);
   EXPECT_EQ(a->to_json().dump(), b->to_json().dump());
+}
+
+// The fit, one candidate feature at a time with scalar code: the definition the vectorised
+// scan (features in groups of lanes, row-major reads) must reproduce bit for bit: same draws
+// (xoshiro256** from splitmix64, one per candidate), fixed-point label sums, thresholds,
+// first-best score, constant features skipped in the subtree, node ids in preorder.
+struct RefTrees {
+  struct Rng {
+    std::uint64_t s[4];
+    explicit Rng(std::uint64_t seed) {
+      for (auto& w : s) {
+        seed += 0x9e3779b97f4a7c15ULL;
+        std::uint64_t z = seed;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        w = z ^ (z >> 31);
+      }
+    }
+    static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+    std::uint64_t next() {
+      const std::uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+      s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t, s[3] = rotl(s[3], 45);
+      return r;
+    }
+    double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+    std::uint32_t below(std::uint32_t bound) {
+      std::uint64_t m = (next() >> 32) * bound;
+      if (static_cast<std::uint32_t>(m) < bound) {
+        const std::uint32_t floor = static_cast<std::uint32_t>(-bound) % bound;
+        while (static_cast<std::uint32_t>(m) < floor) m = (next() >> 32) * bound;
+      }
+      return static_cast<std::uint32_t>(m >> 32);
+    }
+  };
+  const Matrix& x;  // missing values already filled
+  std::span<const double> y;
+  std::vector<std::int64_t> yf;
+  std::size_t min_leaf, tries;
+  std::vector<std::uint32_t> idx;
+  std::vector<char> constant;
+  nlohmann::json f = nlohmann::json::array(), t = nlohmann::json::array(), l = nlohmann::json::array(),
+                 r = nlohmann::json::array(), v = nlohmann::json::array();
+  int build(std::size_t begin, std::size_t end, Rng& rng) {
+    const std::size_t n = end - begin;
+    double sum = 0;
+    std::int64_t sum_fixed = 0;
+    for (std::size_t i = begin; i < end; ++i) sum += y[idx[i]], sum_fixed += yf[idx[i]];
+    const int id = static_cast<int>(f.size());
+    f.push_back(-1), t.push_back(0.0), l.push_back(-1), r.push_back(-1), v.push_back(sum / static_cast<double>(n));
+    if (n < 2 * min_leaf) return id;
+    std::vector<std::uint32_t> order(x.cols);
+    std::iota(order.begin(), order.end(), 0U);
+    for (std::size_t j = 0; j < tries; ++j) std::swap(order[j], order[j + rng.below(static_cast<std::uint32_t>(x.cols - j))]);
+    std::vector<std::size_t> marked;
+    double best_score = -INFINITY, best_t = 0;
+    int best_f = -1;
+    for (std::size_t j = 0; j < tries; ++j) {
+      const std::size_t c = order[j];
+      if (constant[c]) {
+        rng.next();
+        continue;
+      }
+      double lo = INFINITY, hi = -INFINITY;
+      for (std::size_t i = begin; i < end; ++i) lo = std::min(lo, x.row(idx[i])[c]), hi = std::max(hi, x.row(idx[i])[c]);
+      const double u = rng.unit();
+      if (!(hi > lo)) {
+        constant[c] = 1;
+        marked.push_back(c);
+        continue;
+      }
+      const double th = lo + u * (hi - lo);
+      std::int64_t ls = 0;
+      std::size_t ln = 0;
+      for (std::size_t i = begin; i < end; ++i)
+        if (x.row(idx[i])[c] <= th) ls += yf[idx[i]], ++ln;
+      if (ln < min_leaf || n - ln < min_leaf) continue;
+      const auto a = static_cast<double>(ls), b = static_cast<double>(sum_fixed - ls);
+      const double score = a * a / static_cast<double>(ln) + b * b / static_cast<double>(n - ln);
+      if (score > best_score) best_score = score, best_f = static_cast<int>(c), best_t = th;
+    }
+    if (best_f >= 0) {
+      const auto mid = std::partition(idx.begin() + static_cast<long>(begin), idx.begin() + static_cast<long>(end),
+                                      [&](std::uint32_t row) { return x.row(row)[static_cast<std::size_t>(best_f)] <= best_t; });
+      const auto m = static_cast<std::size_t>(mid - idx.begin());
+      const int left = build(begin, m, rng), right = build(m, end, rng);
+      f[static_cast<std::size_t>(id)] = best_f, t[static_cast<std::size_t>(id)] = best_t;
+      l[static_cast<std::size_t>(id)] = left, r[static_cast<std::size_t>(id)] = right;
+    }
+    for (std::size_t c : marked) constant[c] = 0;
+    return id;
+  }
+};
+
+TEST(ExtraTrees, FitEqualsAOneFeatureAtATimeReference) {
+  for (const std::size_t cols : {2, 5, 9, 13}) {  // groups of lanes with and without a short last group
+    const Data train = make_data(250, cols, 20 + cols);
+    LearnerConfig config = small();
+    config.trees = 6;
+    auto et = make_learner("extra_trees", config);
+    et->fit(train.x, train.y, 77);
+    const auto j = et->to_json();
+    const auto fill = j.at("fill").get<std::vector<double>>();
+    Matrix filled = train.x;
+    for (std::size_t i = 0; i < filled.rows; ++i)
+      for (std::size_t c = 0; c < cols; ++c)
+        if (!std::isfinite(filled.data[i * cols + c])) filled.data[i * cols + c] = fill[c];
+    double total = 0;
+    for (double v : train.y) total += std::abs(v);
+    const int shift = 51 - std::ilogb(total);
+    std::vector<std::int64_t> yf;
+    for (double v : train.y) yf.push_back(std::llround(std::ldexp(v, shift)));
+    const auto tries = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(config.tree_max_features * static_cast<double>(cols))), 1, cols);
+    ASSERT_EQ(j.at("trees").size(), 6U);
+    for (std::size_t tree = 0; tree < 6; ++tree) {
+      RefTrees ref{filled, train.y, yf, static_cast<std::size_t>(config.tree_min_leaf), tries, std::vector<std::uint32_t>(filled.rows),
+                   std::vector<char>(cols, 0)};
+      std::iota(ref.idx.begin(), ref.idx.end(), 0U);
+      RefTrees::Rng rng(77 * 1000003ULL + tree);
+      ref.build(0, filled.rows, rng);
+      const auto& got = j.at("trees")[tree];
+      EXPECT_EQ(got.at("feature"), ref.f) << cols << " columns, tree " << tree;
+      EXPECT_EQ(got.at("threshold"), ref.t) << cols << " columns, tree " << tree;
+      EXPECT_EQ(got.at("left"), ref.l);
+      EXPECT_EQ(got.at("right"), ref.r);
+      EXPECT_EQ(got.at("value"), ref.v);
+    }
+  }
 }
 
 TEST(ExtraTrees, ANodeWithTwoParentsIsRefused) {
