@@ -9,6 +9,11 @@ Pairs are joined on (workload, source, target). Prints, for the stack and each l
 sides have (scikit-learn's `gbm` is matched with `xgboost`): MAPE on each side, the mean
 difference of the APE, the RMS difference of the predictions in log ratio, and the MAPE by
 held-out CNN model (or target / source GPU) — the groups where the difference comes from.
+
+--swap (lomo files; one of them must carry the prior, as compare_sklearn.py's does): recovers each
+side's meta weights per held-out model by least squares of its stack's correction on its
+learners' corrections, then scores every learner set with every weight set: whether the
+learners or the weights make the stacks' difference.
 """
 import argparse
 import sys
@@ -22,7 +27,6 @@ ALIASES = {"gbm": "xgboost"}
 
 def load(path):
     d = pd.read_csv(path).rename(columns=ALIASES)
-    d = d.drop(columns=[c for c in ("prior",) if c in d.columns])
     if d.duplicated(KEYS).any():
         sys.exit(f"{path}: a (workload, source, target) pair appears twice")
     return d
@@ -37,6 +41,7 @@ def main():
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--by", default="model", choices=["model", "target", "source"])
+    ap.add_argument("--swap", action="store_true", help="score each side's learners with the other's meta weights")
     a = ap.parse_args()
     A, B = load(a.a), load(a.b)
     J = A.merge(B, on=KEYS, suffixes=("_a", "_b"))
@@ -59,6 +64,35 @@ def main():
         print(f"{c:<13} {ea.mean():7.3f} {eb.mean():7.3f} {eb.mean() - ea.mean():+6.3f} {rms:9.4f}  " +
               " ".join(f"{v:+11.3f}" for v in per))
     print(f"(per {a.by}: MAPE B − MAPE A)")
+    if a.swap:
+        swap(J, y)
+
+
+def swap(J, y):
+    prior = next((J[c] for c in ("prior", "prior_a", "prior_b") if c in J.columns), None)
+    if prior is None:
+        sys.exit("--swap needs the prior in one of the files (compare_sklearn.py --dump writes it)")
+    prior = prior.to_numpy()
+    learners = [c for c in ("xgboost", "kernel_ridge", "ridge", "knn", "extra_trees")
+                if f"{c}_a" in J.columns and f"{c}_b" in J.columns]
+    models = J["model_a"].to_numpy()
+    corr = {s: np.column_stack([J[f"{c}_{s}"].to_numpy() - prior for c in learners]) for s in "ab"}
+    weights = {}
+    for s in "ab":
+        for m in np.unique(models):
+            rows = models == m
+            weights[s, m] = np.linalg.lstsq(corr[s][rows], J[f"stack_{s}"].to_numpy()[rows] - prior[rows], rcond=None)[0]
+    print("learners  weights  MAPE   (weights per held-out model: " + ", ".join(learners) + ")")
+    for ls in "ab":
+        for ws in "ab":
+            pred = prior.copy()
+            for m in np.unique(models):
+                rows = models == m
+                pred[rows] += corr[ls][rows] @ weights[ws, m]
+            print(f"{ls:<9} {ws:<8} {ape(pred, y).mean():6.3f}")
+    for s in "ab":
+        w = np.array([weights[s, m] for m in np.unique(models)])
+        print(f"weights {s}: " + "; ".join(f"{c} {w[:, i].min():.2f}-{w[:, i].max():.2f}" for i, c in enumerate(learners)))
 
 
 if __name__ == "__main__":

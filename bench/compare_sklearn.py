@@ -145,12 +145,15 @@ def base_learners(seed, cols, stack="kernel", kernel=None):
 
 
 def group_folds(groups, k, seed=None):
-    """epochcast's fold assignment: the distinct groups sorted, shuffled by the seed (none: kept in
-    order, as its kernel-ridge tuning), dealt round-robin into min(k, groups) folds. Like epochcast,
-    a different seed draws different folds, so a mean over seeds averages over fold draws too
-    (GroupKFold's one fixed, size-balanced assignment made every seed score the same draw)."""
-    names = np.unique(groups)
-    if seed is not None:
+    """epochcast's fold assignment: the distinct groups sorted and shuffled by the seed, or with no
+    seed in order of first appearance (its kernel-ridge tuning: the same folds as epochcast's),
+    dealt round-robin into min(k, groups) folds. Like epochcast, a different seed draws different
+    folds, so a mean over seeds averages over fold draws too (GroupKFold's one fixed, size-balanced
+    assignment made every seed score the same draw)."""
+    if seed is None:
+        names = pd.unique(groups)
+    else:
+        names = np.unique(groups)
         np.random.default_rng(seed).shuffle(names)
     k = min(k, len(names))
     fold = {g: i % k for i, g in enumerate(names)}
