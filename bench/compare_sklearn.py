@@ -28,7 +28,7 @@ stands in: HistGradientBoostingRegressor, with epochcast's XGBoost settings wher
 Kernel ridge is Nystroem (RBF, 256 basis rows drawn by the seed) + Ridge on the kNN columns,
 imputed with the mean and standardised, exactly epochcast's subset-of-regressors objective;
 its length scale (0.25/0.5/1/2 x sqrt(columns)) and penalty (0.001-1) are chosen once per
-stack fit by CV holding out each CNN model of the stack's training pairs in turn, one Nystroem map
+stack fit by 5-fold CV grouped by CNN model on the stack's training pairs, one Nystroem map
 per length scale shared by the folds (as epochcast shares its basis). kNN measures distance on
 the same columns as epochcast's. As in epochcast, the learners fit the correction to the
 Amdahl prior (amdahl.memory_clock_split), clamped to its training range widened by 10 %, and the meta
@@ -164,7 +164,7 @@ def group_folds(groups, k, seed=None):
 def tune_kernel(X, r, models, cols, seed):
     """Length scale and penalty by 5-fold CV grouped by CNN model, total squared error."""
     Z = make_pipeline(select(cols), SimpleImputer(), StandardScaler()).fit_transform(X)
-    folds = group_folds(models, 12)  # each CNN model held out alone, as epochcast (up to 12)
+    folds = group_folds(models, 5)
     best, best_sse = (np.sqrt(len(cols)), 0.1), np.inf
     for rel in KERNEL_SCALES:
         scale = rel * np.sqrt(len(cols))

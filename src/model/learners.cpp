@@ -1370,19 +1370,14 @@ KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::
   }
   const KernelData k = kernel_data(x, y, columns, config.kernel_basis, seed);
   const auto n = k.z.rows();
-  // Folds: one per group, each held out in turn (the stack passes the CNN model, so the choice
-  // is made on unseen networks). With a handful of networks, dealing them into 5 folds made the
-  // choice hinge on which two shared a fold (lomo seed 42: 6.83 vs 6.99 % in the scikit-learn
-  // mirror from the dealing order alone); leaving each out alone has no such arbitrary pairing.
-  // More than kMaxFolds groups are dealt round-robin into kMaxFolds; without groups (or < 3)
-  // rows in turn into 5.
-  constexpr std::size_t kMaxFolds = 12;
+  // Folds: the rows' groups dealt round-robin in sorted order (the stack passes the CNN model,
+  // so the choice is made on unseen networks); without groups (or < 3) rows in turn.
   std::vector<int> fold(static_cast<std::size_t>(n));
   std::vector<std::uint32_t> distinct(groups.begin(), groups.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   const bool grouped = groups.size() == static_cast<std::size_t>(n) && distinct.size() >= 3;
-  const int folds = grouped ? static_cast<int>(std::min(kMaxFolds, distinct.size())) : static_cast<int>(std::min<Eigen::Index>(5, n));
+  const int folds = grouped ? static_cast<int>(std::min<std::size_t>(5, distinct.size())) : static_cast<int>(std::min<Eigen::Index>(5, n));
   if (folds < 2) return {std::sqrt(static_cast<double>(columns.size())), 0.1};
   for (Eigen::Index i = 0; i < n; ++i) {
     const auto u = static_cast<std::size_t>(i);

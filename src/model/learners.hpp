@@ -97,10 +97,9 @@ struct KernelChoice {
   double length_scale, lambda;
 };
 
-// Kernel ridge's length scale and λ by cross-validation over x's rows: with >= 3 groups (one id
-// per row; the stack passes the CNN model) each group held out in turn (up to 12 groups; more
-// are dealt round-robin into 12 folds), else rows in turn into 5 folds. Squared error; the grid
-// is the config's.
+// Kernel ridge's length scale and λ by cross-validation over x's rows: folds grouped by
+// `groups` (one id per row; the stack passes the CNN model) when there are >= 3 groups, else
+// rows in turn. Squared error; the grid is the config's.
 [[nodiscard]] KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y,
                                              std::span<const std::uint32_t> groups,
                                              const LearnerConfig& config, std::uint64_t seed);
