@@ -52,7 +52,6 @@ from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import ExtraTreesRegressor, HistGradientBoostingRegressor
 from sklearn.kernel_approximation import Nystroem
 from sklearn.linear_model import LinearRegression, Ridge, RidgeCV
-from sklearn.model_selection import GroupKFold
 from sklearn.neighbors import KNeighborsRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.impute import SimpleImputer
@@ -145,10 +144,27 @@ def base_learners(seed, cols, stack="kernel", kernel=None):
     ]
 
 
+def group_folds(groups, k, seed=None):
+    """epochcast's fold assignment: the distinct groups sorted and shuffled by the seed, or with no
+    seed in order of first appearance (its kernel-ridge tuning: the same folds as epochcast's),
+    dealt round-robin into min(k, groups) folds. Like epochcast, a different seed draws different
+    folds, so a mean over seeds averages over fold draws too (GroupKFold's one fixed, size-balanced
+    assignment made every seed score the same draw)."""
+    if seed is None:
+        names = pd.unique(groups)
+    else:
+        names = np.unique(groups)
+        np.random.default_rng(seed).shuffle(names)
+    k = min(k, len(names))
+    fold = {g: i % k for i, g in enumerate(names)}
+    f = np.array([fold[g] for g in groups])
+    return [(np.where(f != j)[0], np.where(f == j)[0]) for j in range(k)]
+
+
 def tune_kernel(X, r, models, cols, seed):
     """Length scale and penalty by 5-fold CV grouped by CNN model, total squared error."""
     Z = make_pipeline(select(cols), SimpleImputer(), StandardScaler()).fit_transform(X)
-    folds = list(GroupKFold(n_splits=min(5, len(np.unique(models)))).split(Z, groups=models))
+    folds = group_folds(models, 5)
     best, best_sse = (np.sqrt(len(cols)), 0.1), np.inf
     for rel in KERNEL_SCALES:
         scale = rel * np.sqrt(len(cols))
@@ -196,7 +212,7 @@ class PriorStack:
         self.sources, self.targets = set(sources), set(targets)
         if self.stack == "kernel":
             self.kernel = tune_kernel(X, r, models, self.cols, self.seed)
-        model_rows, model_oof = self._oof(X, r, GroupKFold(n_splits=min(5, len(np.unique(models)))).split(X, groups=models))
+        model_rows, model_oof = self._oof(X, r, group_folds(models, 5, self.seed))
         gpu_splits = []
         if len(np.unique(targets)) >= 3:
             for g in np.unique(targets):
@@ -207,17 +223,18 @@ class PriorStack:
         a, b = np.vstack([model_oof, gpu_oof]), r[np.concatenate([model_rows, gpu_rows])]
         if self.stack == "kernel":
             self.weights_unseen = nnls(a, b, [0, 2, 3])  # kernel ridge does not extrapolate to a new GPU
-            w_rows, w_oof = self._oof(X, r, GroupKFold(n_splits=min(5, len(np.unique(workloads)))).split(X, groups=workloads))
+            w_rows, w_oof = self._oof(X, r, group_folds(workloads, 5, self.seed + 1))
             self.weights = nnls(np.vstack([model_oof, w_oof]), r[np.concatenate([model_rows, w_rows])], [0, 1, 2, 3])
         else:
             self.weights = self.weights_unseen = nnls(a, b, [0, 1, 2, 3])
         self.models = self._fit_all(X, r)
         return self
 
-    def predict(self, X, prior, sources, targets):
+    def predict(self, X, prior, sources, targets, learners=False):
         seen = np.array([s in self.sources and t in self.targets for s, t in zip(sources, targets)])
         corr = self._predict_all(self.models, X)
-        return prior + np.where(seen, corr @ self.weights, corr @ self.weights_unseen)
+        stack = prior + np.where(seen, corr @ self.weights, corr @ self.weights_unseen)
+        return (stack, prior[:, None] + corr) if learners else stack
 
 
 def splits(P, protocol, seed):
@@ -244,7 +261,10 @@ def main():
     ap.add_argument("--gpus", default=os.path.join(ROOT, "data", "gpus.csv"))
     ap.add_argument("--protocol", default="lomo", choices=["lomo", "kfold", "logo"])
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--repeat", type=int, default=1, help="one-fit-on-all-pairs timings per side; the fastest is reported")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="one-fit-on-all-pairs timings per side; the fastest is reported (0: no timing, MAPE only)")
+    ap.add_argument("--dump", help="write scikit-learn's held-out predictions (stack and each learner, log ratio) "
+                    "to this CSV, one row per pair, to compare with `epochcast eval --predictions`")
     ap.add_argument("--stack", default="kernel", choices=["kernel", "linear"],
                     help="kernel: the default stack (model format 5); linear: format 3's (`--linear-ridge`)")
     a = ap.parse_args()
@@ -274,16 +294,17 @@ def main():
 
     # One fit on all pairs, both sides interleaved, fastest of --repeat (wall and CPU separately).
     sk_fits, sk_cpus, ec_fits = [], [], {name: [] for name, _ in clis}
-    for _ in range(max(1, a.repeat)):
+    for _ in range(a.repeat):
         t0, c0 = time.perf_counter(), time.process_time()
         PriorStack(a.seed, cols, a.stack).fit(X, y, prior, *groups)
         sk_fits.append(time.perf_counter() - t0)
         sk_cpus.append(time.process_time() - c0)
         for name, cli in clis:
             ec_fits[name].append(ec_fit(name, cli))
-    sk_fit_s, sk_cpu_s = min(sk_fits), min(sk_cpus)
+    sk_fit_s, sk_cpu_s = min(sk_fits, default=float("nan")), min(sk_cpus, default=float("nan"))
 
     pred = np.full(len(P), np.nan)
+    learner_pred = np.full((len(P), 4), np.nan)
     sk_protocol_s = sk_protocol_cpu_s = 0.0
     for train, test in splits(P, a.protocol, a.seed):
         train, test = train.to_numpy(), test.to_numpy()
@@ -291,10 +312,15 @@ def main():
         m = PriorStack(a.seed, cols, a.stack).fit(X[train], y[train], prior[train], *(g[train] for g in groups))
         sk_protocol_s += time.perf_counter() - t0
         sk_protocol_cpu_s += time.process_time() - c0
-        pred[test] = m.predict(X[test], prior[test], groups[1][test], groups[2][test])
+        pred[test], learner_pred[test] = m.predict(X[test], prior[test], groups[1][test], groups[2][test], learners=True)
     ok = ~np.isnan(pred)
     ape = np.abs(np.exp(pred[ok]) - np.exp(y[ok])) / np.exp(y[ok]) * 100
     sk_mape = ape.mean()
+    if a.dump:
+        names = [n for n, _ in base_learners(a.seed, cols, a.stack)]
+        out = P[["_workload", "_model", "_source", "_target"]].rename(columns=lambda c: c[1:]).assign(
+            y=y, prior=prior, stack=pred, **{n: learner_pred[:, i] for i, n in enumerate(names)})
+        out[ok].to_csv(a.dump, index=False, float_format="%.17g")
 
     # epochcast's protocol, same run.
     evs = {}

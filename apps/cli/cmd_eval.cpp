@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <memory>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -46,11 +50,25 @@ void print_table(const EvalReport& r) {
              r.interval_level * 100, r.interval_coverage_pct, r.interval_median_width_pct);
 }
 
+// Same columns as bench/compare_sklearn.py --dump: log(prediction / source) per pair.
+void write_predictions(const EvalReport& r, std::FILE* f, const std::string& path) {
+  std::string head = "workload,model,source,target,y,stack";
+  for (const auto& [name, _] : r.per_learner) head += "," + name;
+  fmt::print(f, "{}\n", head);
+  for (const auto& p : r.predictions) {
+    fmt::print(f, "{},{},{},{},{:.17g},{:.17g}", p.workload, p.model, p.source_gpu, p.target_gpu,
+               std::log(p.truth_s / p.source_s), std::log(p.stack_s / p.source_s));
+    for (double v : p.learner_s) fmt::print(f, ",{:.17g}", std::log(v / p.source_s));
+    fmt::print(f, "\n");
+  }
+  if (std::fflush(f) != 0 || std::ferror(f)) throw Error(ErrorCode::kIo, "cannot write predictions to '" + path + "'");
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
   struct Options {
-    std::string data, test, catalog, protocol = "lomo";
+    std::string data, test, catalog, protocol = "lomo", predictions;
     std::uint64_t seed = 42;
     bool json = false, progress = false, lenient = false, memory_features = false;
     bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
@@ -74,9 +92,19 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--linear-ridge", opt->linear_ridge,
                 "the stack of model format 3: linear ridge in place of kernel ridge, one set of meta weights, "
                 "XGBoost 150 rounds at eta 0.1 (docs/model.md)");
+  cmd->add_option("--predictions", opt->predictions,
+                  "write every held-out pair's predictions (log ratio of target to source: stack and each "
+                  "learner) to this CSV");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print one JSON object");
   cmd->callback([opt] {
+    // Opened first: a path that cannot be written fails before minutes of fitting, not after.
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> predictions(nullptr, &std::fclose);
+    if (!opt->predictions.empty()) {
+      predictions.reset(std::fopen(opt->predictions.c_str(), "w"));
+      if (!predictions)
+        throw Error(ErrorCode::kIo, "cannot write predictions to '" + opt->predictions + "': " + std::strerror(errno));
+    }
     const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
     DatasetOptions dopt;
     dopt.lenient = opt->lenient;
@@ -107,6 +135,7 @@ void add_eval_command(CLI::App& app) {
     } else {
       r = evaluate(ds, catalog, *protocol_from_string(opt->protocol), fopt, progress);
     }
+    if (predictions) write_predictions(r, predictions.get(), opt->predictions);
     if (opt->json) {
       nlohmann::json j = scores_json(r.stack);
       j["protocol"] = to_string(r.protocol);

@@ -132,6 +132,10 @@ EvalReport run_splits(const Dataset& train_ds, const Dataset& test_ds, const std
     if (all_learners.empty()) all_learners.assign(ls.size(), {});
     for (std::size_t i = 0; i < sp.test.size(); ++i) {
       const DatasetRow& t = test_ds.rows[sp.test[i].target];
+      const DatasetRow& s = test_ds.rows[sp.test[i].source];
+      HeldOutPrediction hp{s.workload, s.model, s.gpu_id, t.gpu_id, s.epoch_s, t.epoch_s, st[i], {}};
+      for (const auto& l : ls) hp.learner_s.push_back(l[i]);
+      r.predictions.push_back(std::move(hp));
       all_stack.push_back(st[i]);
       all_lo.push_back(lo[i]);
       all_hi.push_back(hi[i]);

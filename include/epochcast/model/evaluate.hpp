@@ -26,6 +26,13 @@ struct ErrorScores {
   std::map<std::string, std::size_t> per_target_gpu_pairs;
 };
 
+// One held-out pair's predictions (seconds), for comparing learners pair by pair.
+struct HeldOutPrediction {
+  std::string workload, model, source_gpu, target_gpu;
+  double source_s = 0, truth_s = 0, stack_s = 0;
+  std::vector<double> learner_s;  // in EvalReport::per_learner order
+};
+
 struct EvalReport {
   Protocol protocol = Protocol::kKfold;
   std::size_t pairs = 0;
@@ -38,6 +45,7 @@ struct EvalReport {
   double fit_seconds = 0;               // total time spent fitting
   double fit_cpu_seconds = 0;           // process CPU time (all threads) spent fitting
   std::vector<std::string> held_out;    // the groups held out, in order
+  std::vector<HeldOutPrediction> predictions;  // every scored pair, fold by fold
 };
 
 // kfold: 5 folds grouped by workload; lomo: leave one CNN model out; logo: leave one target

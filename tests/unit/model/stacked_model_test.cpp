@@ -434,6 +434,24 @@ TEST_F(Fixture, LeaveOneModelOutMapeStaysBelowTheBound) {
   double worst = 0;
   for (const auto& [name, s] : r.per_learner) worst = std::max(worst, s.mape_pct);
   EXPECT_LT(r.stack.mape_pct, worst);
+  // Every scored pair is listed (eval --predictions), from its held-out model's fold, and the
+  // scores recomputed from the list are the report's.
+  ASSERT_EQ(r.predictions.size(), r.pairs);
+  double stack_ape = 0;
+  std::vector<double> learner_ape(r.per_learner.size(), 0.0);
+  for (const auto& p : r.predictions) {
+    ASSERT_EQ(p.learner_s.size(), r.per_learner.size());
+    EXPECT_NE(std::find(r.held_out.begin(), r.held_out.end(), p.model), r.held_out.end());
+    EXPECT_NE(p.source_gpu, p.target_gpu);
+    EXPECT_TRUE(p.workload.starts_with(p.model + "/"));
+    stack_ape += std::abs(p.stack_s - p.truth_s) / p.truth_s * 100;
+    for (std::size_t l = 0; l < learner_ape.size(); ++l)
+      learner_ape[l] += std::abs(p.learner_s[l] - p.truth_s) / p.truth_s * 100;
+  }
+  const auto n = static_cast<double>(r.predictions.size());
+  EXPECT_NEAR(stack_ape / n, r.stack.mape_pct, 1e-9);
+  for (std::size_t l = 0; l < learner_ape.size(); ++l)
+    EXPECT_NEAR(learner_ape[l] / n, r.per_learner[l].second.mape_pct, 1e-9) << r.per_learner[l].first;
 }
 
 TEST_F(Fixture, LeaveOneGpuOutKeepsTheGpuOutOfTraining) {
