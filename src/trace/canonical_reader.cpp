@@ -100,7 +100,7 @@ void TraceParser::canonical_header(std::string_view text) {
   }
   if (!has_timestamp) fail(1, "timestamp", "the CSV header has no 'timestamp' column");
   if (!ignored.empty())
-    warn_once(fmt::format("ignored CSV columns that are not metric tags: {}", fmt::join(ignored, ", ")));
+    warn_once(fmt::format("ignored CSV columns that are not metric tags: {}", detail::name_list(ignored)));
   if (metrics_.empty()) fail(1, "(header)", "the CSV header names no metric tag epochcast reads");
   row_.assign(metrics_.size(), kNaN);
   header_done_ = true;

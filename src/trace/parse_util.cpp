@@ -69,6 +69,16 @@ std::string printable(std::string_view s, std::size_t max) {
   return out;
 }
 
+std::string name_list(const std::vector<std::string>& names, std::size_t max_items) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < max_items; ++i) {
+    if (i) out += ", ";
+    out += printable(names[i]);
+  }
+  if (names.size() > max_items) out += fmt::format(", … ({} in all)", names.size());
+  return out;
+}
+
 std::int64_t LocalTimeResolver::to_unix(int year, int month, int day, int hour, int minute, int second) {
   const std::int64_t utc_days = days_from_civil(year, static_cast<unsigned>(month),
                                                 static_cast<unsigned>(day));

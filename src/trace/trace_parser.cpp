@@ -394,7 +394,7 @@ Trace TraceParser::build_impl(bool steal) const {
     }
     const bool util = std::find(metrics_.begin(), metrics_.end(), Metric::kGpuUtil) != metrics_.end();
     d.warnings.push_back(fmt::format("the trace holds {} GPUs: {}; using GPU {}, the busiest by {} (choose with --gpu)",
-                                     gpus_.size(), fmt::join(listed, ", "), gpus_[sel].id.index,
+                                     gpus_.size(), detail::name_list(listed, 16), gpus_[sel].id.index,
                                      util ? "utilization" : "power"));
   }
   GpuRows& g = gpus_[sel];

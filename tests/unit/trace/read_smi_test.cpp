@@ -86,6 +86,23 @@ TEST(ReadSmi, HostCsvMergesOntoGpuTimeAxis) {
   EXPECT_GT(present, t.size() * 9 / 10);
 }
 
+// 100,000 unknown columns were listed in one 789 KB warning line (printed by `info`).
+TEST(ReadSmi, IgnoredColumnWarningIsBounded) {
+  std::string header = "timestamp, power.draw [W]", row = "2026/11/30 10:00:00.000, 70 W";
+  for (int i = 0; i < 100000; ++i) {
+    header += fmt::format(", x{}", i);
+    row += ", 1";
+  }
+  const Trace t = read_trace_from_string(header + "\n" + row + "\n", "wide.csv");
+  ASSERT_EQ(t.size(), 1u);
+  std::string warning;
+  for (const auto& w : t.diagnostics.warnings)
+    if (w.find("ignored nvidia-smi columns") != std::string::npos) warning = w;
+  EXPECT_LT(warning.size(), 400u) << warning.substr(0, 400);
+  EXPECT_NE(warning.find("x0, x1, "), std::string::npos) << warning.substr(0, 400);
+  EXPECT_NE(warning.find("(100000 in all)"), std::string::npos) << warning.substr(0, 400);
+}
+
 TEST(ReadSmi, NoUnitsAndNotSupportedValues) {
   const std::string log =
       "timestamp, index, name, power.draw [W], utilization.gpu [%], clocks_event_reasons.active\n"
