@@ -1,0 +1,47 @@
+// Hostile arguments and outputs through the built CLI: each once passed silently (exit 0, data
+// lost or an option quietly ignored) or ended as an internal error (exit 70).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli_run.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using epochcast::testing::CommandResult;
+using epochcast::testing::run_cli;
+
+const std::string kData = EPOCHCAST_TEST_DATA;
+const std::string kResnet = kData + "/h200/resnet50_224_bs256_bf16.smi.csv";
+
+// stderr is captured; stdout goes where `redirect` says.
+CommandResult run_err(const std::string& args, const std::string& redirect = ">/dev/null") {
+  return run_cli(args + " 2>&1 " + redirect);
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("epochcast-hostile-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+TEST(HostileCli, OutputLostToAFullDiskIsAnError) {
+  // Was exit 0 with nothing written: scripts read `--json > file`.
+  for (const std::string cmd : {"info " + kResnet, "detect " + kResnet + " --json"}) {
+    const CommandResult r = run_err(cmd, ">/dev/full");
+    EXPECT_EQ(r.status, 3) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("epochcast: error: cannot write to standard output: No space left on device"),
+              std::string::npos)
+        << r.out;
+  }
+  EXPECT_EQ(run_err("info " + kResnet).status, 0);
+}
+
+}  // namespace
