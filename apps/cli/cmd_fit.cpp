@@ -6,7 +6,10 @@
 #include <chrono>
 #include <ctime>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +30,22 @@ ProgressFn terminal_progress(bool enabled) {
     if (done == total) fmt::print(stderr, "\n");
     std::fflush(stderr);
   };
+}
+
+// Checked before fitting. save_model writes beside the path and renames into place, which over
+// a device, FIFO or directory replaces the node itself (as root, `-o /dev/full` did).
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw Error(ErrorCode::kIo, fmt::format("cannot write model file '{}': it exists and is not a regular file "
+                                            "(the model is written beside it and renamed into place)", path));
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(ErrorCode::kIo, fmt::format("cannot write model file '{}': folder '{}': {}", path, dir,
+                                            std::strerror(errno)));
 }
 }  // namespace
 
@@ -56,6 +75,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->callback([opt] {
+    check_output_path(opt->output);
     const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
     DatasetOptions dopt;
     dopt.lenient = opt->lenient;

@@ -44,4 +44,22 @@ TEST(HostileCli, OutputLostToAFullDiskIsAnError) {
   EXPECT_EQ(run_err("info " + kResnet).status, 0);
 }
 
+TEST(HostileCli, FitRefusesAnOutputThatIsNotARegularFileBeforeFitting) {
+  // save_model renames a new file into place: `-o /dev/full` as root replaced the device node
+  // with the model, after a whole fit. A FIFO stands in for the device here.
+  TempDir dir;
+  const fs::path fifo = dir.path / "model.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  CommandResult r = run_err("fit -o " + fifo.string());
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("it exists and is not a regular file"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO was replaced";
+  EXPECT_EQ(r.out.find("fit "), std::string::npos) << "fitted first: " << r.out;
+
+  // A folder that cannot take the file fails before fitting too (was: after the fit).
+  r = run_err("fit -o " + (dir.path / "no-such-folder" / "m.json").string());
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("no-such-folder': No such file or directory"), std::string::npos) << r.out;
+}
+
 }  // namespace
