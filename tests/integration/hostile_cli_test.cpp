@@ -62,4 +62,22 @@ TEST(HostileCli, FitRefusesAnOutputThatIsNotARegularFileBeforeFitting) {
   EXPECT_NE(r.out.find("no-such-folder': No such file or directory"), std::string::npos) << r.out;
 }
 
+TEST(HostileCli, FoldersGivenAsInputFilesAreClearIoErrors) {
+  TempDir dir;
+  const std::string d = dir.path.string();
+  // --data and --test: std::ios_base::failure escaped as exit 70 without the file's name.
+  for (const std::string cmd : {"fit -o " + d + "/m.json --data " + d, "eval --test " + d}) {
+    const CommandResult r = run_err(cmd);
+    EXPECT_EQ(r.status, 3) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("cannot read dataset '" + d + "': it is a folder"), std::string::npos) << r.out;
+  }
+  // Whole-file reads said only "read error in model file".
+  const CommandResult m = run_err("predict " + kResnet + " --model " + d);
+  EXPECT_EQ(m.status, 3) << m.out;
+  EXPECT_NE(m.out.find("cannot read model file '" + d + "': it is a folder"), std::string::npos) << m.out;
+  const CommandResult t = run_err("info " + d);
+  EXPECT_EQ(t.status, 3) << t.out;
+  EXPECT_NE(t.out.find("Is a directory"), std::string::npos) << t.out;
+}
+
 }  // namespace
