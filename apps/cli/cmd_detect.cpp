@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -82,8 +85,12 @@ std::string follow_line(const Trace& trace, const Segmentation& seg) {
 
 void run_follow(const DetectArgs& args) {
   if (args.path == "-") throw Error(ErrorCode::kInvalidArgument, "--follow needs a file, not stdin");
+  // A folder opens as a stream and then reads nothing: it was followed until the idle timeout
+  // and ended with exit 0 and no output.
+  if (std::error_code ec; std::filesystem::is_directory(args.path, ec))
+    throw Error(ErrorCode::kIo, fmt::format("cannot read '{}': it is a folder", args.path));
   std::ifstream in(args.path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open {}", args.path));
+  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open {}: {}", args.path, std::strerror(errno)));
   auto read_options = to_read_options(args.input);
   if (!read_options.host_path.empty())
     std::cerr << "epochcast: note: --host is not merged while following; GPU channels only\n";
@@ -121,6 +128,10 @@ void run_follow(const DetectArgs& args) {
     std::this_thread::sleep_for(std::chrono::milliseconds(args.poll_ms));
   }
   std::signal(SIGINT, previous);
+  // Nothing to report is not a success (as `detect` on the same empty file is not).
+  if (reader.rows() == 0)
+    throw Error(ErrorCode::kParse, fmt::format("{}: no data rows arrived while following ({} s without new data)",
+                                               args.path, args.idle_timeout_s));
   if (detector.trace().size() > 0 && detector.flush()) report(detector.current());
   if (!args.plot_path.empty()) write_plot(args.plot_path, detector.trace(), detector.current());
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "cli_run.hpp"
@@ -78,6 +79,19 @@ TEST(HostileCli, FoldersGivenAsInputFilesAreClearIoErrors) {
   const CommandResult t = run_err("info " + d);
   EXPECT_EQ(t.status, 3) << t.out;
   EXPECT_NE(t.out.find("Is a directory"), std::string::npos) << t.out;
+}
+
+TEST(HostileCli, FollowingAFolderOrAFileThatNeverGrowsIsAnError) {
+  // Both ended with exit 0 and no output at all once the idle timeout passed.
+  TempDir dir;
+  const CommandResult folder = run_err("detect --follow --idle-timeout 0.3 " + dir.path.string());
+  EXPECT_EQ(folder.status, 3) << folder.out;
+  EXPECT_NE(folder.out.find("it is a folder"), std::string::npos) << folder.out;
+  const std::string empty = (dir.path / "empty.csv").string();
+  { std::ofstream(empty) << "timestamp, utilization.gpu [%]\n"; }
+  const CommandResult idle = run_err("detect --follow --idle-timeout 0.3 --poll-ms 20 " + empty);
+  EXPECT_EQ(idle.status, 4) << idle.out;
+  EXPECT_NE(idle.out.find("empty.csv: no data rows arrived while following"), std::string::npos) << idle.out;
 }
 
 }  // namespace
