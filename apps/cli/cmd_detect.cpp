@@ -140,6 +140,15 @@ void run(const DetectArgs& args) {
   // Written as a negation so NaN fails too (CLI11's PositiveNumber lets it through).
   if (!(args.idle_timeout_s > 0 && args.idle_timeout_s <= 86400))
     throw Error(ErrorCode::kInvalidArgument, "--idle-timeout must be a number of seconds in (0, 86400]");
+  // 0 is "not given"; a negative, NaN or crossed bound would otherwise read as "no period found".
+  const auto& d = args.detect;
+  if (!(d.min_period_s >= 0 && d.min_period_s <= 1e7) || !(d.max_period_s >= 0 && d.max_period_s <= 1e7))
+    throw Error(ErrorCode::kInvalidArgument, "--min-period and --max-period must be numbers of seconds in (0, 1e7]");
+  if (d.min_period_s > 0 && d.max_period_s > 0 && d.min_period_s > d.max_period_s)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--min-period {} is longer than --max-period {}", d.min_period_s, d.max_period_s));
+  if (!(d.min_confidence >= 0 && d.min_confidence <= 1))
+    throw Error(ErrorCode::kInvalidArgument, "--min-confidence must be a number in [0, 1]");
   if (args.follow) {
     run_follow(args);
     return;

@@ -19,7 +19,8 @@ void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
   cmd->add_option("--format", opts.format, "trace format: auto (from content), nvidia-smi, dcgmi, csv")
       ->check(CLI::IsMember({"auto", "nvidia-smi", "smi", "dcgmi", "dmon", "csv", "canonical"}))
       ->capture_default_str();
-  cmd->add_option("--gpu", opts.gpu, "GPU index to read when the log interleaves several (default: the busiest)");
+  cmd->add_option("--gpu", opts.gpu, "GPU index to read when the log interleaves several (default: the busiest)")
+      ->check(CLI::NonNegativeNumber);  // -1 is "not given" inside
   cmd->add_option("--host", opts.host_path, "host CSV (timestamp,cpu_util_pct,mem_used_mib) merged onto the trace");
   cmd->add_flag("--lenient", opts.lenient, "skip malformed rows (counted and reported) instead of failing");
   cmd->add_option("--fields", opts.fields,
@@ -73,8 +74,9 @@ ReadOptions to_read_options(const TraceInputOptions& opts) {
   if (opts.gpu >= 0) r.gpu = opts.gpu;
   r.host_path = opts.host_path;
   r.lenient = opts.lenient;
-  if (opts.interval_s < 0 || !std::isfinite(opts.interval_s) || opts.interval_s > 86400)
-    throw Error(ErrorCode::kInvalidArgument, "--interval must be a positive number of seconds up to 86400");
+  // 0 is "not given"; below 1 ms (the collector's finest) a time axis of 1e-300 s steps is nonsense.
+  if (!(opts.interval_s == 0 || (opts.interval_s >= 1e-3 && opts.interval_s <= 86400)))
+    throw Error(ErrorCode::kInvalidArgument, "--interval must be a number of seconds from 0.001 to 86400");
   if (opts.interval_s > 0) r.interval_s = opts.interval_s;
   std::string_view rest = opts.fields;
   while (!rest.empty()) {

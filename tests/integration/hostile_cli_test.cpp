@@ -81,6 +81,34 @@ TEST(HostileCli, FoldersGivenAsInputFilesAreClearIoErrors) {
   EXPECT_NE(t.out.find("Is a directory"), std::string::npos) << t.out;
 }
 
+TEST(HostileCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
+  struct Case {
+    std::string args, says;
+  };
+  const Case cases[] = {
+      // CLI11 wrapped -1 to 18446744073709551615 and fitted with it.
+      {"fit -o /tmp/never.json --seed -1", "--seed"},
+      {"eval --seed -1", "--seed"},
+      // -5 was read as "no --gpu": the busiest GPU was used without a word.
+      {"info " + kResnet + " --gpu -5", "--gpu"},
+      // These read as "no period found" (exit 0, found false) or were ignored.
+      {"detect " + kResnet + " --min-period 10 --max-period 1", "--min-period 10 is longer than --max-period 1"},
+      {"detect " + kResnet + " --min-period -1", "--min-period and --max-period must be"},
+      {"detect " + kResnet + " --min-period nan", "--min-period and --max-period must be"},
+      {"detect " + kResnet + " --max-period 1e308", "--min-period and --max-period must be"},
+      {"detect " + kResnet + " --min-confidence nan", "--min-confidence"},
+      // A time axis in steps of 1e-300 s.
+      {"info " + kData + "/dcgmi/two_gpus_100ms.dmon.log --interval 1e-300", "--interval must be"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = run_err(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << ": " << r.out;
+  }
+  EXPECT_EQ(run_err("detect " + kResnet + " --min-period 1 --max-period 10").status, 0);
+  EXPECT_EQ(run_err("info " + kData + "/dcgmi/two_gpus_100ms.dmon.log --interval 0.1 --gpu 1").status, 0);
+}
+
 TEST(HostileCli, FollowingAFolderOrAFileThatNeverGrowsIsAnError) {
   // Both ended with exit 0 and no output at all once the idle timeout passed.
   TempDir dir;
