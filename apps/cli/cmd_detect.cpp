@@ -69,9 +69,10 @@ void write_plot(const std::string& path, const Trace& trace, const Segmentation&
   if (path.size() < 4 || path.substr(path.size() - 4) != ".svg")
     throw Error(ErrorCode::kUnsupported, fmt::format("--plot {}: only .svg pictures are written", path));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write {}", path));
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write {}: {}", path, std::strerror(errno)));
   out << render_detection_svg(trace, seg);
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("error writing {}", path));
+  out.close();  // the tail is written here: a full disk shows only now
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("error writing {}: {}", path, std::strerror(errno)));
 }
 
 std::string follow_line(const Trace& trace, const Segmentation& seg) {

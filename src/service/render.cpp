@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -579,10 +581,10 @@ td.n,th.n{text-align:right}.muted{color:#777}#warnings li{color:#8a5300}
 void write_html_report(const std::string& path, const PredictReport& report, const Trace& trace) {
   const std::string html = render_html(report, trace);
   std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}'", path));
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}': {}", path, std::strerror(errno)));
   out << html;
   out.close();
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}'", path));
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}': {}", path, std::strerror(errno)));
 }
 
 }  // namespace epochcast

@@ -122,4 +122,15 @@ TEST(HostileCli, FollowingAFolderOrAFileThatNeverGrowsIsAnError) {
   EXPECT_NE(idle.out.find("empty.csv: no data rows arrived while following"), std::string::npos) << idle.out;
 }
 
+TEST(HostileCli, PlotOnAFullDiskIsAnError) {
+  // Said "error writing full.svg" without the reason; the tail, written when the stream
+  // closed, went unchecked.
+  TempDir dir;
+  const fs::path svg = dir.path / "full.svg";
+  fs::create_symlink("/dev/full", svg);
+  const CommandResult r = run_err("detect " + kResnet + " --plot " + svg.string());
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("No space left on device"), std::string::npos) << r.out;
+}
+
 }  // namespace
