@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return report(json, "internal", "out of memory", 70);
   } catch (const std::exception& e) {
+    // fmt::print throws std::system_error when stdout fails mid-table: an I/O error, not a bug.
+    if (std::ferror(stdout) != 0) return check_stdout();
     return report(json, "internal", e.what(), 70);
   }
   return check_stdout();
