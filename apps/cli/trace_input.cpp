@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -84,9 +85,18 @@ ReadOptions to_read_options(const TraceInputOptions& opts) {
     std::string_view f = rest.substr(0, comma);
     while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
     while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
-    if (!f.empty()) r.smi_fields.emplace_back(f);
+    if (!f.empty()) {
+      if (std::find(r.smi_fields.begin(), r.smi_fields.end(), f) != r.smi_fields.end())
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("--fields lists '{}' twice", f));
+      r.smi_fields.emplace_back(f);
+    }
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
+  // Was dropped without a word: the error then said "pass --fields".
+  if (!opts.fields.empty() && r.smi_fields.empty())
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--fields '{}' names no field", opts.fields));
+  if (!r.smi_fields.empty() && r.format != TraceFormat::kAuto && r.format != TraceFormat::kNvidiaSmi)
+    throw Error(ErrorCode::kInvalidArgument, "--fields describes an nvidia-smi csv,noheader log, not --format " + opts.format);
   if (!r.smi_fields.empty() && r.format == TraceFormat::kAuto) r.format = TraceFormat::kNvidiaSmi;
   return r;
 }

@@ -99,6 +99,11 @@ TEST(HostileCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
       {"detect " + kResnet + " --min-confidence nan", "--min-confidence"},
       // A time axis in steps of 1e-300 s.
       {"info " + kData + "/dcgmi/two_gpus_100ms.dmon.log --interval 1e-300", "--interval must be"},
+      // An empty list was dropped (the error then said "pass --fields"); a repeat or another
+      // --format made a confusing row error or was ignored.
+      {"info " + kResnet + " --fields ,,,", "--fields ',,,' names no field"},
+      {"info " + kResnet + " --fields timestamp,timestamp,utilization.gpu", "--fields lists 'timestamp' twice"},
+      {"info " + kResnet + " --fields timestamp,utilization.gpu --format dcgmi", "--fields describes an nvidia-smi"},
   };
   for (const Case& c : cases) {
     const CommandResult r = run_err(c.args);
