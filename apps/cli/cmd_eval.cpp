@@ -90,7 +90,7 @@ void add_eval_command(CLI::App& app) {
                   "kfold (5 folds grouped by workload), lomo (leave one CNN model out), "
                   "logo (leave one GPU type out)")
       ->check(CLI::IsMember({"kfold", "lomo", "logo"}));
-  cmd->add_option("--seed", opt->seed, "random seed")->check(CLI::NonNegativeNumber);  // not -1 wrapped to 2^64 - 1
+  cmd->add_option("--seed", opt->seed, "random seed")->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
   cmd->add_flag("--no-prior", opt->no_prior,

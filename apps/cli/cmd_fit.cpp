@@ -62,7 +62,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("--catalog", opt->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("-o,--output", opt->output, "model file to write")->required();
   cmd->add_option("--seed", opt->seed, "random seed (the fit is deterministic given it)")
-      ->check(CLI::NonNegativeNumber);  // CLI11 would wrap -1 to 2^64 - 1
+      ->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features,
                 "also use memory used/free/total (framework-dependent; off by default)");

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 
+#include "commands.hpp"
 #include "epochcast/collect/prometheus.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"  // sibling_host_trace
@@ -21,7 +22,7 @@ void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
       ->check(CLI::IsMember({"auto", "nvidia-smi", "smi", "dcgmi", "dmon", "csv", "canonical"}))
       ->capture_default_str();
   cmd->add_option("--gpu", opts.gpu, "GPU index to read when the log interleaves several (default: the busiest)")
-      ->check(CLI::NonNegativeNumber);  // -1 is "not given" inside
+      ->check(kNotNegative);  // -1 is "not given" inside
   cmd->add_option("--host", opts.host_path, "host CSV (timestamp,cpu_util_pct,mem_used_mib) merged onto the trace");
   cmd->add_flag("--lenient", opts.lenient, "skip malformed rows (counted and reported) instead of failing");
   cmd->add_option("--fields", opts.fields,

@@ -87,10 +87,10 @@ TEST(HostileCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
   };
   const Case cases[] = {
       // CLI11 wrapped -1 to 18446744073709551615 and fitted with it.
-      {"fit -o /tmp/never.json --seed -1", "--seed"},
-      {"eval --seed -1", "--seed"},
+      {"fit -o /tmp/never.json --seed -1", "--seed: must not be negative, got -1"},
+      {"eval --seed -1", "--seed: must not be negative, got -1"},
       // -5 was read as "no --gpu": the busiest GPU was used without a word.
-      {"info " + kResnet + " --gpu -5", "--gpu"},
+      {"info " + kResnet + " --gpu -5", "--gpu: must not be negative, got -5"},
       // These read as "no period found" (exit 0, found false) or were ignored.
       {"detect " + kResnet + " --min-period 10 --max-period 1", "--min-period 10 is longer than --max-period 1"},
       {"detect " + kResnet + " --min-period -1", "--min-period and --max-period must be"},
