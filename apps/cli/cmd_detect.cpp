@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -66,9 +69,10 @@ void write_plot(const std::string& path, const Trace& trace, const Segmentation&
   if (path.size() < 4 || path.substr(path.size() - 4) != ".svg")
     throw Error(ErrorCode::kUnsupported, fmt::format("--plot {}: only .svg pictures are written", path));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write {}", path));
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write {}: {}", path, std::strerror(errno)));
   out << render_detection_svg(trace, seg);
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("error writing {}", path));
+  out.close();  // the tail is written here: a full disk shows only now
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("error writing {}: {}", path, std::strerror(errno)));
 }
 
 std::string follow_line(const Trace& trace, const Segmentation& seg) {
@@ -82,8 +86,12 @@ std::string follow_line(const Trace& trace, const Segmentation& seg) {
 
 void run_follow(const DetectArgs& args) {
   if (args.path == "-") throw Error(ErrorCode::kInvalidArgument, "--follow needs a file, not stdin");
+  // A folder opens as a stream and then reads nothing: it was followed until the idle timeout
+  // and ended with exit 0 and no output.
+  if (std::error_code ec; std::filesystem::is_directory(args.path, ec))
+    throw Error(ErrorCode::kIo, fmt::format("cannot read '{}': it is a folder", args.path));
   std::ifstream in(args.path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open {}", args.path));
+  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open {}: {}", args.path, std::strerror(errno)));
   auto read_options = to_read_options(args.input);
   if (!read_options.host_path.empty())
     std::cerr << "epochcast: note: --host is not merged while following; GPU channels only\n";
@@ -121,6 +129,10 @@ void run_follow(const DetectArgs& args) {
     std::this_thread::sleep_for(std::chrono::milliseconds(args.poll_ms));
   }
   std::signal(SIGINT, previous);
+  // Nothing to report is not a success (as `detect` on the same empty file is not).
+  if (reader.rows() == 0)
+    throw Error(ErrorCode::kParse, fmt::format("{}: no data rows arrived while following ({} s without new data)",
+                                               args.path, args.idle_timeout_s));
   if (detector.trace().size() > 0 && detector.flush()) report(detector.current());
   if (!args.plot_path.empty()) write_plot(args.plot_path, detector.trace(), detector.current());
 }
@@ -129,6 +141,15 @@ void run(const DetectArgs& args) {
   // Written as a negation so NaN fails too (CLI11's PositiveNumber lets it through).
   if (!(args.idle_timeout_s > 0 && args.idle_timeout_s <= 86400))
     throw Error(ErrorCode::kInvalidArgument, "--idle-timeout must be a number of seconds in (0, 86400]");
+  // 0 is "not given"; a negative, NaN or crossed bound would otherwise read as "no period found".
+  const auto& d = args.detect;
+  if (!(d.min_period_s >= 0 && d.min_period_s <= 1e7) || !(d.max_period_s >= 0 && d.max_period_s <= 1e7))
+    throw Error(ErrorCode::kInvalidArgument, "--min-period and --max-period must be numbers of seconds in (0, 1e7]");
+  if (d.min_period_s > 0 && d.max_period_s > 0 && d.min_period_s > d.max_period_s)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--min-period {} is longer than --max-period {}", d.min_period_s, d.max_period_s));
+  if (!(d.min_confidence >= 0 && d.min_confidence <= 1))
+    throw Error(ErrorCode::kInvalidArgument, "--min-confidence must be a number in [0, 1]");
   if (args.follow) {
     run_follow(args);
     return;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <system_error>
 #include <memory>
 #include <cstdio>
 #include <iostream>
@@ -54,14 +55,21 @@ void print_table(const EvalReport& r) {
 void write_predictions(const EvalReport& r, std::FILE* f, const std::string& path) {
   std::string head = "workload,model,source,target,y,stack";
   for (const auto& [name, _] : r.per_learner) head += "," + name;
-  fmt::print(f, "{}\n", head);
-  for (const auto& p : r.predictions) {
-    fmt::print(f, "{},{},{},{},{:.17g},{:.17g}", p.workload, p.model, p.source_gpu, p.target_gpu,
-               std::log(p.truth_s / p.source_s), std::log(p.stack_s / p.source_s));
-    for (double v : p.learner_s) fmt::print(f, ",{:.17g}", std::log(v / p.source_s));
-    fmt::print(f, "\n");
+  // fmt::print throws std::system_error on a failed write ("cannot write to file", exit 70,
+  // the file unnamed): a full disk is an I/O error naming the file.
+  try {
+    fmt::print(f, "{}\n", head);
+    for (const auto& p : r.predictions) {
+      fmt::print(f, "{},{},{},{},{:.17g},{:.17g}", p.workload, p.model, p.source_gpu, p.target_gpu,
+                 std::log(p.truth_s / p.source_s), std::log(p.stack_s / p.source_s));
+      for (double v : p.learner_s) fmt::print(f, ",{:.17g}", std::log(v / p.source_s));
+      fmt::print(f, "\n");
+    }
+  } catch (const std::system_error& e) {
+    throw Error(ErrorCode::kIo, "cannot write predictions to '" + path + "': " + e.code().message());
   }
-  if (std::fflush(f) != 0 || std::ferror(f)) throw Error(ErrorCode::kIo, "cannot write predictions to '" + path + "'");
+  if (std::fflush(f) != 0 || std::ferror(f))
+    throw Error(ErrorCode::kIo, "cannot write predictions to '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace
@@ -82,7 +90,7 @@ void add_eval_command(CLI::App& app) {
                   "kfold (5 folds grouped by workload), lomo (leave one CNN model out), "
                   "logo (leave one GPU type out)")
       ->check(CLI::IsMember({"kfold", "lomo", "logo"}));
-  cmd->add_option("--seed", opt->seed, "random seed");
+  cmd->add_option("--seed", opt->seed, "random seed")->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
   cmd->add_flag("--no-prior", opt->no_prior,

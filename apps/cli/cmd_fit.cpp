@@ -6,7 +6,10 @@
 #include <chrono>
 #include <ctime>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -28,6 +31,22 @@ ProgressFn terminal_progress(bool enabled) {
     std::fflush(stderr);
   };
 }
+
+// Checked before fitting. save_model writes beside the path and renames into place, which over
+// a device, FIFO or directory replaces the node itself (as root, `-o /dev/full` did).
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw Error(ErrorCode::kIo, fmt::format("cannot write model file '{}': it exists and is not a regular file "
+                                            "(the model is written beside it and renamed into place)", path));
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(ErrorCode::kIo, fmt::format("cannot write model file '{}': folder '{}': {}", path, dir,
+                                            std::strerror(errno)));
+}
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
@@ -42,7 +61,8 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("--data", opt->data, "dataset CSV (default: the bundled dataset)");
   cmd->add_option("--catalog", opt->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("-o,--output", opt->output, "model file to write")->required();
-  cmd->add_option("--seed", opt->seed, "random seed (the fit is deterministic given it)");
+  cmd->add_option("--seed", opt->seed, "random seed (the fit is deterministic given it)")
+      ->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features,
                 "also use memory used/free/total (framework-dependent; off by default)");
@@ -56,6 +76,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->callback([opt] {
+    check_output_path(opt->output);
     const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
     DatasetOptions dopt;
     dopt.lenient = opt->lenient;

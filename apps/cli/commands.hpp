@@ -6,6 +6,16 @@
 
 namespace epochcast::cli {
 
+// For counts and indices: CLI11 converts "-1" to an unsigned option as 2^64 - 1, and its own
+// NonNegativeNumber prints DBL_MAX in full.
+inline const CLI::Validator kNotNegative(
+    [](std::string& value) {
+      const auto first = value.find_first_not_of(" \t");
+      return first != std::string::npos && value[first] == '-' ? "must not be negative, got " + value
+                                                               : std::string();
+    },
+    "NOT NEGATIVE");
+
 void add_info_command(CLI::App& app);
 void add_detect_command(CLI::App& app);
 void add_predict_command(CLI::App& app);

@@ -1,4 +1,6 @@
 // epochcast: predict per-epoch training time on every GPU type from one GPU's metric log.
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,19 @@ int report(bool json, const char* code, const std::string& message, int status) 
     std::cerr << "epochcast: error: " << message << "\n";
   }
   return status;
+}
+
+// Output lost to a full disk or a closed stdout must not pass for success: scripts read it.
+// Said on stderr, since stdout is what failed.
+int check_stdout() {
+  errno = 0;
+  std::cout.flush();  // flushes stdout itself (synced with stdio): the failing write is here
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return 0;
+  const int err = errno;
+  std::cerr << "epochcast: error: cannot write to standard output" << (err ? ": " : "")
+            << (err ? std::strerror(err) : "") << "\n";
+  return epochcast::exit_status(epochcast::ErrorCode::kIo);
 }
 
 }  // namespace
@@ -49,7 +64,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return report(json, "internal", "out of memory", 70);
   } catch (const std::exception& e) {
+    // fmt::print throws std::system_error when stdout fails mid-table: an I/O error, not a bug.
+    if (std::ferror(stdout) != 0) return check_stdout();
     return report(json, "internal", e.what(), 70);
   }
-  return 0;
+  return check_stdout();
 }

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
+#include "commands.hpp"
 #include "epochcast/collect/prometheus.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"  // sibling_host_trace
@@ -19,7 +21,8 @@ void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
   cmd->add_option("--format", opts.format, "trace format: auto (from content), nvidia-smi, dcgmi, csv")
       ->check(CLI::IsMember({"auto", "nvidia-smi", "smi", "dcgmi", "dmon", "csv", "canonical"}))
       ->capture_default_str();
-  cmd->add_option("--gpu", opts.gpu, "GPU index to read when the log interleaves several (default: the busiest)");
+  cmd->add_option("--gpu", opts.gpu, "GPU index to read when the log interleaves several (default: the busiest)")
+      ->check(kNotNegative);  // -1 is "not given" inside
   cmd->add_option("--host", opts.host_path, "host CSV (timestamp,cpu_util_pct,mem_used_mib) merged onto the trace");
   cmd->add_flag("--lenient", opts.lenient, "skip malformed rows (counted and reported) instead of failing");
   cmd->add_option("--fields", opts.fields,
@@ -73,8 +76,9 @@ ReadOptions to_read_options(const TraceInputOptions& opts) {
   if (opts.gpu >= 0) r.gpu = opts.gpu;
   r.host_path = opts.host_path;
   r.lenient = opts.lenient;
-  if (opts.interval_s < 0 || !std::isfinite(opts.interval_s) || opts.interval_s > 86400)
-    throw Error(ErrorCode::kInvalidArgument, "--interval must be a positive number of seconds up to 86400");
+  // 0 is "not given"; below 1 ms (the collector's finest) a time axis of 1e-300 s steps is nonsense.
+  if (!(opts.interval_s == 0 || (opts.interval_s >= 1e-3 && opts.interval_s <= 86400)))
+    throw Error(ErrorCode::kInvalidArgument, "--interval must be a number of seconds from 0.001 to 86400");
   if (opts.interval_s > 0) r.interval_s = opts.interval_s;
   std::string_view rest = opts.fields;
   while (!rest.empty()) {
@@ -82,9 +86,18 @@ ReadOptions to_read_options(const TraceInputOptions& opts) {
     std::string_view f = rest.substr(0, comma);
     while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
     while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
-    if (!f.empty()) r.smi_fields.emplace_back(f);
+    if (!f.empty()) {
+      if (std::find(r.smi_fields.begin(), r.smi_fields.end(), f) != r.smi_fields.end())
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("--fields lists '{}' twice", f));
+      r.smi_fields.emplace_back(f);
+    }
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
+  // Was dropped without a word: the error then said "pass --fields".
+  if (!opts.fields.empty() && r.smi_fields.empty())
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--fields '{}' names no field", opts.fields));
+  if (!r.smi_fields.empty() && r.format != TraceFormat::kAuto && r.format != TraceFormat::kNvidiaSmi)
+    throw Error(ErrorCode::kInvalidArgument, "--fields describes an nvidia-smi csv,noheader log, not --format " + opts.format);
   if (!r.smi_fields.empty() && r.format == TraceFormat::kAuto) r.format = TraceFormat::kNvidiaSmi;
   return r;
 }

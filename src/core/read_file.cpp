@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "epochcast/core/error.hpp"
@@ -13,6 +14,9 @@ namespace epochcast {
 std::string read_file_capped(const std::string& path, std::uint64_t max_bytes, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
+  // A folder opens as a stream and fails only at the first read, without a reason.
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    throw Error(ErrorCode::kIo, fmt::format("cannot read {} '{}': it is a folder", what, path));
   std::string out;
   // Chunks, not the file size: pipes and devices have none.
   constexpr std::size_t kChunk = 1 << 20;

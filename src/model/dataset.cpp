@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -217,6 +218,9 @@ Dataset load_dataset(const std::string& path, const GpuCatalog& catalog,
                      const DatasetOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kIo, "cannot open dataset '" + path + "'");
+  // A folder opens, then its first read throws std::ios_base::failure (was exit 70).
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    throw Error(ErrorCode::kIo, "cannot read dataset '" + path + "': it is a folder");
   return load_dataset(in, path, catalog, options);
 }
 

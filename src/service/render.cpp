@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -245,21 +247,27 @@ std::string render_table(const PredictReport& r) {
   } else {
     out += fmt::format("Epoch time on each GPU, fastest first (90 % interval; cost of {} epochs at the cheapest on-demand price):\n",
                        r.epochs);
-    out += fmt::format("{:>4}  {:<11} {:>10}  {:<21} {:>7}  {:<32} {:>10} {:>11}\n", "rank", "gpu", "epoch",
-                       "interval", "vs src", "cheapest instance", "$/epoch", fmt::format("{} epochs", r.epochs));
+    auto interval_of = [](const GpuPrediction& p) {
+      return p.measured ? std::string("measured")
+                        : fmt::format("{} - {}", format_duration(p.interval_lo_s), format_duration(p.interval_hi_s));
+    };
+    // "1 min 14 s - 2 min 37 s" is wider than the usual 21 columns: widen, not misalign.
+    std::size_t interval_width = 21;
+    for (const auto& p : r.predictions) interval_width = std::max(interval_width, interval_of(p).size());
+    out += fmt::format("{:>4}  {:<11} {:>10}  {:<{}} {:>7}  {:<32} {:>10} {:>11}\n", "rank", "gpu", "epoch",
+                       "interval", interval_width, "vs src", "cheapest instance", "$/epoch",
+                       fmt::format("{} epochs", r.epochs));
     int rank = 0;
     for (const auto& p : r.predictions) {
       ++rank;
-      const std::string interval =
-          p.measured ? "measured"
-                     : fmt::format("{} - {}", format_duration(p.interval_lo_s), format_duration(p.interval_hi_s));
+      const std::string interval = interval_of(p);
       const std::string rel =
           src.measured_epoch_s > 0 ? fmt::format("{:.2f}x", p.epoch_s / src.measured_epoch_s) : "-";
       const InstanceCost* c = p.cheapest();
       std::string gpu = p.gpu;
       if (!p.in_training_data && !p.measured) gpu += "*";
-      out += fmt::format("{:>4}  {:<11} {:>10}  {:<21} {:>7}  {:<32} {:>10} {:>11}\n", rank, gpu,
-                         format_duration(p.epoch_s), interval, rel, c ? instance_label(*c) : "(no price)",
+      out += fmt::format("{:>4}  {:<11} {:>10}  {:<{}} {:>7}  {:<32} {:>10} {:>11}\n", rank, gpu,
+                         format_duration(p.epoch_s), interval, interval_width, rel, c ? instance_label(*c) : "(no price)",
                          c ? format_usd(c->usd_per_epoch) : "-", c ? format_usd(c->usd_total) : "-");
     }
     bool any_unseen = false;
@@ -579,10 +587,10 @@ td.n,th.n{text-align:right}.muted{color:#777}#warnings li{color:#8a5300}
 void write_html_report(const std::string& path, const PredictReport& report, const Trace& trace) {
   const std::string html = render_html(report, trace);
   std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}'", path));
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}': {}", path, std::strerror(errno)));
   out << html;
   out.close();
-  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}'", path));
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write HTML report '{}': {}", path, std::strerror(errno)));
 }
 
 }  // namespace epochcast

@@ -67,7 +67,7 @@ void TraceParser::canonical_header(std::string_view text) {
   const bool host = host_ || std::any_of(fields.begin(), fields.end(), [](std::string_view f) {
                       return trim(f) == "cpu_util_pct";
                     });
-  std::vector<std::string> ignored;
+  std::vector<std::string> ignored, gpu_in_host;
   bool has_timestamp = false;
   for (std::string_view raw : fields) {
     const std::string_view name = trim(raw);
@@ -90,6 +90,11 @@ void TraceParser::canonical_header(std::string_view text) {
     } else {
       m = metric_by_tag(name);
       if (!m) ignored.emplace_back(name);
+      // A GPU metric in a --host file would replace the GPU's own channel when merged.
+      if (m && host_ && !info(*m).host) {
+        gpu_in_host.emplace_back(name);
+        m.reset();
+      }
     }
     if (m) {
       col.kind = ColumnKind::kMetric;
@@ -100,7 +105,12 @@ void TraceParser::canonical_header(std::string_view text) {
   }
   if (!has_timestamp) fail(1, "timestamp", "the CSV header has no 'timestamp' column");
   if (!ignored.empty())
-    warn_once(fmt::format("ignored CSV columns that are not metric tags: {}", fmt::join(ignored, ", ")));
+    warn_once(fmt::format("ignored CSV columns that are not metric tags: {}", detail::name_list(ignored)));
+  if (!gpu_in_host.empty())
+    warn_once(fmt::format("ignored GPU metric columns in a host CSV (the GPU trace's own are kept): {}",
+                          detail::name_list(gpu_in_host)));
+  if (metrics_.empty() && host_)
+    fail(1, "(header)", "the host CSV names no host metric (cpu_util_pct, mem_used_mib)");
   if (metrics_.empty()) fail(1, "(header)", "the CSV header names no metric tag epochcast reads");
   row_.assign(metrics_.size(), kNaN);
   header_done_ = true;

@@ -80,7 +80,7 @@ void TraceParser::dmon_header(std::string_view text) {
     pos = end;
   }
   if (!ignored.empty())
-    warn_once(fmt::format("ignored dcgmi columns epochcast has no metric for: {}", fmt::join(ignored, ", ")));
+    warn_once(fmt::format("ignored dcgmi columns epochcast has no metric for: {}", detail::name_list(ignored)));
   if (metrics_.empty()) fail(1, "(header)", "the #Entity header names no metric epochcast reads");
   row_.assign(metrics_.size(), kNaN);
   header_done_ = true;

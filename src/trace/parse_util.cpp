@@ -69,6 +69,16 @@ std::string printable(std::string_view s, std::size_t max) {
   return out;
 }
 
+std::string name_list(const std::vector<std::string>& names, std::size_t max_items) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < max_items; ++i) {
+    if (i) out += ", ";
+    out += printable(names[i]);
+  }
+  if (names.size() > max_items) out += fmt::format(", … ({} in all)", names.size());
+  return out;
+}
+
 std::int64_t LocalTimeResolver::to_unix(int year, int month, int day, int hour, int minute, int second) {
   const std::int64_t utc_days = days_from_civil(year, static_cast<unsigned>(month),
                                                 static_cast<unsigned>(day));
@@ -104,7 +114,10 @@ bool parse_timestamp(std::string_view s, LocalTimeResolver& local, std::int64_t&
   if (s.size() >= 19 && (s[4] == '/' || s[4] == '-') && s[7] == s[4]) {
     int y = 0, mo = 0, d = 0;
     if (!digits(s, 0, 4, y) || !digits(s, 5, 2, mo) || !digits(s, 8, 2, d)) return false;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31) return false;
+    // Per month: a flipped digit (11/30 -> 11/31) must not read as the next month's first day.
+    static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1]) return false;
+    if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) return false;
     if (s[10] != ' ' && s[10] != 'T') return false;
     const std::size_t p = parse_clock(s, 11, h, mi, sec, frac);
     if (p == std::string_view::npos) return false;

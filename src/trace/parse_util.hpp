@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace epochcast::detail {
 
@@ -14,6 +15,10 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A value quoted in a message: control bytes escaped, cut after `max` bytes.
 std::string printable(std::string_view s, std::size_t max = 40);
+
+// Names listed in a warning: the first `max_items`, each printable(), then "… (N in all)".
+// A header of 100,000 unknown columns made one 789 KB warning line.
+std::string name_list(const std::vector<std::string>& names, std::size_t max_items = 20);
 
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 

@@ -179,6 +179,7 @@ void merge_host_trace(Trace& gpu, const Trace& host) {
   const double tolerance_s = 2 * host_interval;
   std::size_t unmatched = 0;
   for (const Channel& hc : host.channels) {
+    if (!info(hc.metric).host) continue;  // never a GPU channel from the host file
     Channel& out = gpu.channel(hc.metric);
     std::size_t j = 0;
     unmatched = 0;

@@ -94,7 +94,7 @@ void TraceParser::smi_header(std::string_view text, bool from_fields) {
   }
   if (!ignored.empty())
     warn_once(fmt::format("ignored nvidia-smi columns epochcast has no metric for: {}",
-                          fmt::join(ignored, ", ")));
+                          detail::name_list(ignored)));
   if (metrics_.empty()) {
     if (from_fields) throw Error(ErrorCode::kInvalidArgument, "--fields names no metric epochcast reads");
     fail(1, "(header)", "the nvidia-smi header names no metric epochcast reads");

@@ -47,6 +47,14 @@ std::size_t find_control_byte(std::string_view s) {
   return std::string_view::npos;
 }
 
+// A byte-order mark, or ASCII letters with a zero byte after (UTF-16LE) or before (BE) each.
+bool looks_like_utf16(std::string_view s) {
+  if (s.size() >= 2 && ((s[0] == '\xFF' && s[1] == '\xFE') || (s[0] == '\xFE' && s[1] == '\xFF'))) return true;
+  if (s.size() < 4) return false;
+  auto ascii = [](char c) { return c >= 0x20 && c < 0x7f; };
+  return (ascii(s[0]) && s[1] == 0 && ascii(s[2]) && s[3] == 0) || (s[0] == 0 && ascii(s[1]) && s[2] == 0 && ascii(s[3]));
+}
+
 }  // namespace
 
 TraceParser::TraceParser(std::string name, ReadOptions options, bool host)
@@ -108,6 +116,9 @@ void TraceParser::line(std::string_view text, bool terminated) {
     text.remove_prefix(3);
   const bool was_header_done = header_done_;
   try {
+    // PowerShell 5's `>` writes UTF-16: say so, not only "binary data (byte 0x00)".
+    if (line_no_ == 1 && looks_like_utf16(text))
+      fail(1, "(line)", "UTF-16 text (as PowerShell's > writes it); convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8");
     if (const std::size_t bad = find_control_byte(text); bad != std::string_view::npos)
       fail(bad + 1, "(line)",
            fmt::format("binary data (byte 0x{:02x}); not a text trace", static_cast<unsigned char>(text[bad])));
@@ -394,7 +405,7 @@ Trace TraceParser::build_impl(bool steal) const {
     }
     const bool util = std::find(metrics_.begin(), metrics_.end(), Metric::kGpuUtil) != metrics_.end();
     d.warnings.push_back(fmt::format("the trace holds {} GPUs: {}; using GPU {}, the busiest by {} (choose with --gpu)",
-                                     gpus_.size(), fmt::join(listed, ", "), gpus_[sel].id.index,
+                                     gpus_.size(), detail::name_list(listed, 16), gpus_[sel].id.index,
                                      util ? "utilization" : "power"));
   }
   GpuRows& g = gpus_[sel];

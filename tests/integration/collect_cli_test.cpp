@@ -2,10 +2,14 @@
 // fake NVML (libnvml_fake.so) replaying a shared H200 trace.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -35,60 +39,96 @@ nlohmann::json detect_json(const std::string& path, const TempDir& dir) {
 }
 
 // Replaying at 5x and sampling at 20 ms sees the trace's 100 ms samples as nvidia-smi did.
+//
+// A missed tick is a deadline the sampler skipped because it woke more than max_behind (1 s)
+// late: the process was stalled (SIGSTOP, or a box at load ~15). The ticks around it are still
+// read at their real times, and the skip is recorded (summary, a `# gap:` line), so no run may
+// lose a tick silently. Every run is checked for that and for its samples; the period needs
+// every epoch in view, so a run with a recorded gap is reported and run again (at most 3 runs).
 TEST(CollectCli, ReplayedH200TraceGivesTheSamePeriodAndTheSameSamples) {
   constexpr double kSpeed = 5;
-  TempDir dir("collect-replay");
-  const std::string out = (dir / "collected.csv").string();
-  const auto r = run_cli({"collect", "-o", out, "--interval-ms", "20", "--duration", "6.2"},
-                         fake_nvml_env(kResnet, "5"), dir.path());
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("310 ticks, 0 missed (0 gaps)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("; 310 rows,"), std::string::npos) << r.err;
-
+  constexpr std::uint64_t kDeadlines = 310;  // 6.2 s at 20 ms
   const Trace original = read_trace(kResnet);
-  const Trace collected = read_trace(out);
-  ASSERT_EQ(collected.size(), 310u);
-  EXPECT_EQ(collected.diagnostics.repeated_timestamps, 0u);
-  EXPECT_EQ(collected.format, "canonical");
-  EXPECT_NE(testing::read_file(out).find("\n# sampler: 310 ticks, 0 missed (0 gaps)"), std::string::npos);
-  EXPECT_EQ(collected.gpu.name, "NVIDIA H200");
+  for (int run = 1;; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    TempDir dir("collect-replay");
+    const std::string out = (dir / "collected.csv").string();
+    const auto r = run_cli({"collect", "-o", out, "--interval-ms", "20", "--duration", "6.2"},
+                           fake_nvml_env(kResnet, "5"), dir.path());
+    ASSERT_EQ(r.status, 0) << r.err;
 
-  // Sample by sample: each collected value is the original's at that replay instant. The
-  // replay starts at nvmlInit, before the first tick by the start-up time (longer on a loaded
-  // machine): that one offset is found first (0..0.5 s wall, best power match), then two
-  // original samples of slack remain for clock jitter.
-  auto matches_at = [&](Metric m, double offset_s) {
-    const auto& o = original.find(m)->values;
-    const auto& c = collected.find(m)->values;
-    std::size_t matches = 0;
-    for (std::size_t i = 0; i < collected.size(); ++i) {
-      const double replay_s = (collected.time_s[i] + offset_s) * kSpeed;
-      const auto k = static_cast<std::size_t>(
-          std::upper_bound(original.time_s.begin(), original.time_s.end(), replay_s) - original.time_s.begin());
-      bool hit = false;
-      for (std::size_t j = k >= 2 ? k - 2 : 0; j < std::min(k + 2, o.size()) && !hit; ++j)
-        hit = std::abs(o[j] - c[i]) < 0.006;
-      matches += hit;
+    // The sampler's own account: every deadline is a row or a recorded miss.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"((\d+) ticks, (\d+) missed \((\d+) gaps?\))"))) << r.err;
+    const std::uint64_t ticks = std::stoull(m[1]), missed = std::stoull(m[2]), gaps = std::stoull(m[3]);
+    EXPECT_EQ(ticks + missed, kDeadlines) << r.err;
+    EXPECT_EQ(gaps == 0, missed == 0) << r.err;
+    EXPECT_LE(missed, kDeadlines / 2) << "over half the run skipped: " << r.err;
+    EXPECT_NE(r.err.find(fmt::format("; {} rows,", ticks)), std::string::npos) << r.err;
+    const std::string text = testing::read_file(out);
+    EXPECT_NE(text.find(fmt::format("\n# sampler: {} ticks, {} missed ({} gap", ticks, missed, gaps)),
+              std::string::npos);
+    std::size_t gap_lines = 0;
+    for (std::size_t at = text.find("\n# gap: sampling woke "); at != std::string::npos;
+         at = text.find("\n# gap: sampling woke ", at + 1))
+      ++gap_lines;
+    EXPECT_EQ(gap_lines, gaps);
+
+    const Trace collected = read_trace(out);
+    ASSERT_EQ(collected.size(), ticks);
+    EXPECT_EQ(collected.diagnostics.repeated_timestamps, 0u);
+    EXPECT_EQ(collected.format, "canonical");
+    EXPECT_EQ(collected.gpu.name, "NVIDIA H200");
+    // A hole in the time axis longer than max_behind (plus a tick) is always a recorded gap.
+    std::size_t holes = 0;
+    for (std::size_t i = 1; i < collected.size(); ++i) holes += collected.time_s[i] - collected.time_s[i - 1] > 1.1;
+    EXPECT_LE(holes, gaps);
+
+    // Sample by sample: each collected value is the original's at that replay instant. The
+    // replay starts at nvmlInit, before the first tick by the start-up time (longer on a loaded
+    // machine): that one offset is found first (0..2 s wall, best power match), then two
+    // original samples of slack remain for clock jitter.
+    auto matches_at = [&](Metric metric, double offset_s) {
+      const auto& o = original.find(metric)->values;
+      const auto& c = collected.find(metric)->values;
+      std::size_t matches = 0;
+      for (std::size_t i = 0; i < collected.size(); ++i) {
+        const double replay_s = (collected.time_s[i] + offset_s) * kSpeed;
+        const auto k = static_cast<std::size_t>(
+            std::upper_bound(original.time_s.begin(), original.time_s.end(), replay_s) - original.time_s.begin());
+        bool hit = false;
+        for (std::size_t j = k >= 2 ? k - 2 : 0; j < std::min(k + 2, o.size()) && !hit; ++j)
+          hit = std::abs(o[j] - c[i]) < 0.006;
+        matches += hit;
+      }
+      return matches;
+    };
+    double offset_s = 0;
+    std::size_t best = matches_at(Metric::kPower, 0);
+    for (double off = 0.005; off <= 2.0; off += 0.005)
+      if (const std::size_t n = matches_at(Metric::kPower, off); n > best) best = n, offset_s = off;
+    for (Metric metric : {Metric::kGpuUtil, Metric::kPower, Metric::kSmClock, Metric::kMemUsed}) {
+      const std::size_t matches = matches_at(metric, offset_s);
+      EXPECT_GE(matches, collected.size() * 98 / 100)
+          << info(metric).tag << ": " << matches << " of " << collected.size() << " (start-up offset " << offset_s << " s)";
     }
-    return matches;
-  };
-  double offset_s = 0;
-  for (double off = 0; off <= 0.5; off += 0.005)
-    if (matches_at(Metric::kPower, off) > matches_at(Metric::kPower, offset_s)) offset_s = off;
-  for (Metric m : {Metric::kGpuUtil, Metric::kPower, Metric::kSmClock, Metric::kMemUsed}) {
-    const std::size_t matches = matches_at(m, offset_s);
-    EXPECT_GE(matches, collected.size() * 98 / 100)
-        << info(m).tag << ": " << matches << " of " << collected.size() << " (start-up offset " << offset_s << " s)";
-  }
 
-  const auto a = detect_json(kResnet, dir);
-  const auto b = detect_json(out, dir);
-  ASSERT_TRUE(a["found"].get<bool>());
-  ASSERT_TRUE(b["found"].get<bool>()) << b.dump();
-  const double original_period = a["period_s"].get<double>();
-  const double replayed_period = b["period_s"].get<double>() * kSpeed;
-  EXPECT_NEAR(replayed_period, original_period, 0.02 * original_period);
-  EXPECT_EQ(a["epochs"].size(), b["epochs"].size());
+    if (missed == 0) {
+      const auto a = detect_json(kResnet, dir);
+      const auto b = detect_json(out, dir);
+      ASSERT_TRUE(a["found"].get<bool>());
+      ASSERT_TRUE(b["found"].get<bool>()) << b.dump();
+      const double original_period = a["period_s"].get<double>();
+      const double replayed_period = b["period_s"].get<double>() * kSpeed;
+      EXPECT_NEAR(replayed_period, original_period, 0.02 * original_period);
+      EXPECT_EQ(a["epochs"].size(), b["epochs"].size());
+      return;
+    }
+    RecordProperty("missed_ticks_run_" + std::to_string(run), static_cast<int>(missed));
+    std::cerr << "run " << run << ": " << missed << " ticks missed in " << gaps
+              << " recorded gap(s) (process stalled > 1 s); running again for the period\n";
+    ASSERT_LT(run, 3) << "three runs in a row each stalled over 1 s; last: " << r.err;
+  }
 }
 
 TEST(CollectCli, MissingNvmlIsAClearDeviceError) {

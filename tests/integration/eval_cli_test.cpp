@@ -31,15 +31,14 @@ std::string temp(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("epochcast_eval_cli_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
-TEST(EvalCli, PredictionsFileListsEveryHeldOutPairWithEvalsOwnScores) {
-  // Three CNN models of the bundled dataset keep the test quick (3 lomo fits).
+// Three CNN models of the bundled dataset keep a test quick (3 lomo fits).
+void write_small_dataset(const std::string& data) {
   std::ifstream in(kDataset);
   std::string header, line;
   ASSERT_TRUE(std::getline(in, header));
   const auto cols = split(header);
   const auto model_col = std::find(cols.begin(), cols.end(), "model") - cols.begin();
   ASSERT_LT(model_col, static_cast<long>(cols.size()));
-  const std::string data = temp("data.csv"), out = temp("pred.csv");
   std::ofstream small(data);
   small << header << "\n";
   while (std::getline(in, line)) {
@@ -48,7 +47,12 @@ TEST(EvalCli, PredictionsFileListsEveryHeldOutPairWithEvalsOwnScores) {
         (c[model_col] == "AlexNet" || c[model_col] == "CIFAR10_CNN" || c[model_col] == "InceptionResNetV2"))
       small << line << "\n";
   }
-  small.close();
+}
+
+TEST(EvalCli, PredictionsFileListsEveryHeldOutPairWithEvalsOwnScores) {
+  const std::string data = temp("data.csv"), out = temp("pred.csv");
+  write_small_dataset(data);
+  std::string line;
   const CliRun r = epochcast::testing::run_cli("eval --data " + data + " --protocol lomo --json --predictions " + out);
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -72,6 +76,18 @@ TEST(EvalCli, PredictionsFileListsEveryHeldOutPairWithEvalsOwnScores) {
   EXPECT_NEAR(knn_ape / rows, j["learners"]["knn"]["mape_pct"].get<double>(), 1e-6);
   std::filesystem::remove(data);
   std::filesystem::remove(out);
+}
+
+// A full disk while writing the list: fmt's std::system_error escaped as "internal" (exit 70)
+// with "cannot write to file", the file unnamed.
+TEST(EvalCli, PredictionsOnAFullDiskIsAnIoErrorNamingTheFile) {
+  const std::string data = temp("full_data.csv");
+  write_small_dataset(data);
+  const CliRun r = epochcast::testing::run_cli("eval --data " + data + " --protocol lomo --predictions /dev/full 2>&1");
+  std::filesystem::remove(data);
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("cannot write predictions to '/dev/full': No space left on device"), std::string::npos)
+      << r.out;
 }
 
 TEST(EvalCli, UnwritablePredictionsPathFailsBeforeFitting) {

@@ -38,5 +38,19 @@ TEST(ReadFileCapped, EndlessDeviceStopsAtTheCap) {
   EXPECT_THROW((void)read_file_capped("/nonexistent/x", 10, "model file"), Error);
 }
 
+// A folder opened as a stream and failed at the first read: "read error in model file 'd'",
+// without the reason.
+TEST(ReadFileCapped, FolderIsAnIoErrorSayingSo) {
+  const std::string dir = testing::TempDir();
+  try {
+    (void)read_file_capped(dir, 10, "price catalog");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("cannot read price catalog '" + dir + "': it is a folder"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace epochcast

@@ -158,6 +158,27 @@ TEST(Table, RanksMarksMeasuredAndShowsCostsAndWarnings) {
   EXPECT_THAT(t, HasSubstr("10.00x"));  // T4 40 s vs 4 s measured
 }
 
+// An interval of "1 min 14 s - 2 min 37 s" ran into the "vs src" column and shifted the row.
+TEST(Table, LongIntervalsWidenTheColumnInsteadOfShiftingTheRow) {
+  PredictReport r = sample_report();
+  r.predictions[2].interval_lo_s = 74;  // T4, the slowest, ranked last
+  r.predictions[2].interval_hi_s = 157;
+  r.predictions[2].epoch_s = 108;
+  const std::string t = render_table(r);
+  const auto header = t.find("rank  gpu");
+  ASSERT_NE(header, std::string::npos) << t;
+  const std::size_t header_line = t.rfind('\n', header) + 1;
+  const std::size_t vs_src_end = t.find("vs src", header) + 6 - header_line;
+  const auto row = t.find("1 min 14 s - 2 min 37 s");
+  ASSERT_NE(row, std::string::npos) << t;
+  const std::size_t row_line = t.rfind('\n', row) + 1;
+  const std::size_t rel = t.find("27.00x", row);  // 108 s vs 4 s measured
+  ASSERT_NE(rel, std::string::npos) << t;
+  EXPECT_EQ(rel + 6 - row_line, vs_src_end) << t;
+  const std::size_t h200_rel = t.find("1.00x");
+  EXPECT_EQ(h200_rel + 5 - (t.rfind('\n', h200_rel) + 1), vs_src_end) << t;
+}
+
 TEST(Table, BatchHasOneLinePerTraceAndReportsErrors) {
   std::vector<BatchItem> batch(2);
   batch[0].trace = "a/vgg.smi.csv";

@@ -93,6 +93,44 @@ TEST(BadInput, BadTimestamp) {
                  {"bad_timestamp.smi.csv", 4, "timestamp", "not a timestamp: '2026/13/30 15:22:53.200'"});
 }
 
+// Day 31 of a 30-day month read as the 1st of the next: a one-day clock step, not an error.
+TEST(BadInput, DayPastTheEndOfTheMonthIsNotATimestamp) {
+  const std::string head = "timestamp, utilization.gpu [%]\n2026/11/30 10:00:00.000, 5\n";
+  for (const std::string stamp : {"2026/11/31 10:00:00.100", "2026/02/29 10:00:00.100", "2026-04-31T10:00:00Z"}) {
+    try {
+      (void)read_trace_from_string(head + stamp + ", 6\n", "days.csv");
+      ADD_FAILURE() << stamp << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_EQ(e.where().line, 3u) << e.what();
+      EXPECT_NE(e.detail().find("not a timestamp"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(read_trace_from_string(head + "2028/02/29 10:00:00.100, 6\n", "leap.csv").size(), 2u);
+}
+
+// `nvidia-smi --query-gpu=… --format=csv > log.csv` in Windows PowerShell 5 writes UTF-16LE;
+// the error said only "binary data (byte 0x00)".
+TEST(BadInput, Utf16LogSaysUtf16) {
+  const std::string text = "timestamp, utilization.gpu [%]\n2026/11/30 10:00:00.000, 5\n";
+  std::string le("\xFF\xFE", 2), le_plain, be("\xFE\xFF", 2);
+  for (char c : text) {
+    le += c, le += '\0';
+    le_plain += c, le_plain += '\0';
+    be += '\0', be += c;
+  }
+  for (const std::string& input : {le, le_plain, be}) {
+    try {
+      (void)read_trace_from_string(input, "utf16.csv");
+      ADD_FAILURE() << "read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse);
+      EXPECT_EQ(e.where().line, 1u);
+      EXPECT_NE(e.detail().find("UTF-16 text"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(BadInput, TruncatedLastLineIsDroppedCountedAndWarned) {
   const Trace t = read_trace(kBad + "truncated_last_line.smi.csv");
   EXPECT_EQ(t.size(), 6u);

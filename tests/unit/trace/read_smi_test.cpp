@@ -1,11 +1,13 @@
 // nvidia-smi CSV reader, host merge and canonical CSV round trip, on the real H200 traces
 // and on small logs written in nvidia-smi's own shapes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -84,6 +86,64 @@ TEST(ReadSmi, HostCsvMergesOntoGpuTimeAxis) {
   std::size_t present = 0;
   for (double v : mem->values) present += !std::isnan(v);
   EXPECT_GT(present, t.size() * 9 / 10);
+}
+
+// A host CSV carrying a GPU metric tag (power_w) used to replace the GPU's own power channel
+// on merge: 278 of the GPU's 299 power readings became NaN, the rest the host file's.
+TEST(ReadSmi, HostCsvNeverReplacesAGpuChannel) {
+  const std::filesystem::path host =
+      std::filesystem::temp_directory_path() / fmt::format("epochcast-host-gpu-tags-{}.csv", ::getpid());
+  {
+    std::ofstream out(host);
+    out << "timestamp,cpu_util_pct,power_w\n"
+           "2026/11/30 15:22:53.700,12.5,999\n"
+           "2026/11/30 15:22:53.800,13.5,999\n";
+  }
+  ReadOptions o;
+  o.host_path = host.string();
+  const Trace merged = read_trace(kVgg, o);
+  const Trace plain = read_trace(kVgg);
+  std::filesystem::remove(host);
+  ASSERT_EQ(merged.size(), plain.size());
+  EXPECT_EQ(merged.find(Metric::kPower)->values, plain.find(Metric::kPower)->values);
+  EXPECT_DOUBLE_EQ(merged.find(Metric::kHostCpuUtil)->values[0], 12.5);
+  bool warned = false;
+  for (const auto& w : merged.diagnostics.warnings)
+    warned = warned || w.find("ignored GPU metric columns in a host CSV") != std::string::npos;
+  EXPECT_TRUE(warned);
+
+  // Only GPU columns: nothing to merge is an error naming the file, not an empty merge.
+  const std::string only_gpu = "timestamp,power_w\n2026/11/30 15:22:53.700,999\n";
+  try {
+    ReadOptions h;
+    (void)read_trace_from_string(only_gpu, "only_gpu.host.csv", h);  // as a trace it is fine
+    o.host_path = host.string();
+    std::ofstream(host) << only_gpu;
+    (void)read_trace(kVgg, o);
+    std::filesystem::remove(host);
+    FAIL() << "a host CSV without host metrics was merged";
+  } catch (const Error& e) {
+    std::filesystem::remove(host);
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_NE(std::string(e.what()).find("names no host metric"), std::string::npos) << e.what();
+  }
+}
+
+// 100,000 unknown columns were listed in one 789 KB warning line (printed by `info`).
+TEST(ReadSmi, IgnoredColumnWarningIsBounded) {
+  std::string header = "timestamp, power.draw [W]", row = "2026/11/30 10:00:00.000, 70 W";
+  for (int i = 0; i < 100000; ++i) {
+    header += fmt::format(", x{}", i);
+    row += ", 1";
+  }
+  const Trace t = read_trace_from_string(header + "\n" + row + "\n", "wide.csv");
+  ASSERT_EQ(t.size(), 1u);
+  std::string warning;
+  for (const auto& w : t.diagnostics.warnings)
+    if (w.find("ignored nvidia-smi columns") != std::string::npos) warning = w;
+  EXPECT_LT(warning.size(), 400u) << warning.substr(0, 400);
+  EXPECT_NE(warning.find("x0, x1, "), std::string::npos) << warning.substr(0, 400);
+  EXPECT_NE(warning.find("(100000 in all)"), std::string::npos) << warning.substr(0, 400);
 }
 
 TEST(ReadSmi, NoUnitsAndNotSupportedValues) {
