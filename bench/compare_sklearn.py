@@ -25,10 +25,8 @@ format 4 is run without flags: its default was that stack).
 scikit-learn has no XGBoost here (Debian ships none for Python), so its gradient boosting
 stands in: HistGradientBoostingRegressor, with epochcast's XGBoost settings where it has them
 (depth 4, 32 bins a feature; 50 rounds at learning rate 0.3, or 150 at 0.1 for --stack linear).
-Kernel ridge is Nystroem (RBF) on 256 basis rows + Ridge on the kNN columns, imputed with the mean
-and standardised, exactly epochcast's subset-of-regressors objective; the basis rows are chosen as
-epochcast chooses them (`--basis farthest`: farthest-point rows, the same rows on both sides,
-then Nystroem fitted on exactly those) or drawn by the seed (`--basis random`, Nystroem's own draw);
+Kernel ridge is Nystroem (RBF, 256 basis rows drawn by the seed) + Ridge on the kNN columns,
+imputed with the mean and standardised, exactly epochcast's subset-of-regressors objective;
 its length scale (0.25/0.5/1/2 x sqrt(columns)) and penalty (0.001-1) are chosen once per
 stack fit by 5-fold CV grouped by CNN model on the stack's training pairs, one Nystroem map
 per length scale shared by the folds (as epochcast shares its basis). kNN measures distance on
@@ -49,7 +47,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import ExtraTreesRegressor, HistGradientBoostingRegressor
 from sklearn.kernel_approximation import Nystroem
@@ -69,7 +67,6 @@ AMDAHL = ["fp32_tflops", "tensor_fp16_tflops", "memory_bandwidth_gbs", "sm_count
 NEAR_COLUMNS = ("src.log_epoch_s", "src.power_mean_over_tdp", "src.sm_clock_mean_over_max",
                 "src.utilization_gpu_mean", "src.utilization_memory_mean")
 KERNEL_SCALES, KERNEL_LAMBDAS, KERNEL_BASIS = (0.25, 0.5, 1.0, 2.0), (0.001, 0.01, 0.1, 1.0), 256
-BASIS = "farthest"  # --basis: the Nystroem basis rule (main before krr5: "random", drawn by the seed)
 
 
 def pair_table(data_csv, gpus_csv):
@@ -124,59 +121,10 @@ def select(cols):
     return ColumnTransformer([("columns", "passthrough", cols)])
 
 
-def farthest_points(Z, m):
-    """epochcast's basis rule (kernel_data in src/model/learners.cpp), step for step: the row nearest
-    the standardised columns' mean first, then each time the row farthest from the rows chosen so far
-    (largest squared distance to its nearest chosen row; the first such row on ties), m rows in all,
-    returned in row order. Distances summed column by column in order, as epochcast does, so both
-    sides pick the same rows."""
-    n = len(Z)
-    if m >= n:
-        return np.arange(n)
-
-    def dist(p):
-        acc = np.zeros(n)
-        for c in range(Z.shape[1]):
-            acc += (Z[:, c] - Z[p, c]) ** 2
-        return acc
-
-    dist_norm = np.zeros(n)
-    for c in range(Z.shape[1]):
-        dist_norm = dist_norm + Z[:, c] ** 2
-    chosen = [int(np.argmin(dist_norm))]
-    nearest = dist(chosen[0])
-    for _ in range(1, m):
-        p = int(np.argmax(nearest))
-        chosen.append(p)
-        nearest = np.minimum(nearest, dist(p))
-    return np.sort(np.array(chosen))
-
-
-class FarthestPointNystroem(TransformerMixin, BaseEstimator):
-    """scikit-learn's Nystroem on a basis chosen by farthest_points instead of a random draw: Nystroem
-    fitted on exactly the basis rows (all of them become its components)."""
-
-    def __init__(self, gamma=1.0, n_components=KERNEL_BASIS):
-        self.gamma, self.n_components = gamma, n_components
-
-    def fit(self, Z, y=None):
-        Z = np.asarray(Z, float)
-        basis = Z[farthest_points(Z, self.n_components)]
-        self.nystroem_ = Nystroem(gamma=self.gamma, n_components=len(basis), random_state=0).fit(basis)
-        return self
-
-    def transform(self, Z):
-        return self.nystroem_.transform(Z)
-
-
-def nystroem(length_scale, seed):
-    if BASIS == "random":
-        return Nystroem(gamma=0.5 / length_scale**2, n_components=KERNEL_BASIS, random_state=seed)
-    return FarthestPointNystroem(gamma=0.5 / length_scale**2, n_components=KERNEL_BASIS)
-
-
 def kernel_ridge(cols, seed, length_scale, lam):
-    return make_pipeline(select(cols), SimpleImputer(), StandardScaler(), nystroem(length_scale, seed), Ridge(alpha=lam))
+    return make_pipeline(select(cols), SimpleImputer(), StandardScaler(),
+                         Nystroem(gamma=0.5 / length_scale**2, n_components=KERNEL_BASIS, random_state=seed),
+                         Ridge(alpha=lam))
 
 
 def base_learners(seed, cols, stack="kernel", kernel=None):
@@ -220,7 +168,7 @@ def tune_kernel(X, r, models, cols, seed):
     best, best_sse = (np.sqrt(len(cols)), 0.1), np.inf
     for rel in KERNEL_SCALES:
         scale = rel * np.sqrt(len(cols))
-        phi = nystroem(scale, seed).fit_transform(Z)
+        phi = Nystroem(gamma=0.5 / scale**2, n_components=KERNEL_BASIS, random_state=seed).fit_transform(Z)
         # One Ridge per fold fits every penalty at once (one target column per penalty): XᵀX once.
         sse = np.zeros(len(KERNEL_LAMBDAS))
         for tr, te in folds:
@@ -319,12 +267,7 @@ def main():
                     "to this CSV, one row per pair, to compare with `epochcast eval --predictions`")
     ap.add_argument("--stack", default="kernel", choices=["kernel", "linear"],
                     help="kernel: the default stack (model format 5); linear: format 3's (`--linear-ridge`)")
-    ap.add_argument("--basis", default="farthest", choices=["farthest", "random"],
-                    help="kernel ridge's Nystroem basis: farthest-point rows as epochcast's (default), or "
-                    "a random draw by the seed (epochcast before branch krr5)")
     a = ap.parse_args()
-    global BASIS
-    BASIS = a.basis
     clis = [("epochcast", a.cli)] + ([("reference", a.reference_cli)] if a.reference_cli else [])
 
     P = pair_table(a.data, a.gpus)

@@ -1097,6 +1097,14 @@ class ExtraTreesLearner final : public Learner {
 // ---- Kernel ridge regression (RBF or Matérn 5/2) on a Nyström basis. ----
 
 
+// Squared distances between the rows of a (n×d) and b (m×d), never negative.
+Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  Eigen::MatrixXd d2 = -2.0 * (a * b.transpose());
+  d2.colwise() += a.rowwise().squaredNorm();
+  d2.rowwise() += b.rowwise().squaredNorm().transpose();
+  return d2.cwiseMax(0.0);
+}
+
 // k(r) with r² = d2 / ℓ²: exp(−r²/2), or Matérn 5/2 (1 + √5 r + 5r²/3) exp(−√5 r).
 double kernel_value(double d2, double inv_l2, bool matern) {
   const double r2 = d2 * inv_l2;
@@ -1110,92 +1118,6 @@ Eigen::MatrixXd kernel_of(const Eigen::MatrixXd& d2, double length_scale, bool m
   return d2.unaryExpr([&](double v) { return kernel_value(v, inv_l2, matern); });
 }
 
-}  // namespace
-
-std::vector<Eigen::Index> farthest_point_rows(const Eigen::MatrixXd& z, std::size_t m, Eigen::MatrixXd* d2) {
-  const Eigen::Index n = z.rows(), d = z.cols();
-  std::vector<Eigen::Index> chosen;
-  if (n == 0 || m == 0) {
-    if (d2) d2->resize(n, 0);
-    return chosen;
-  }
-  // Squared distances from every row to row p, summed column by column in order (the mirror in
-  // bench/compare_sklearn.py sums the same way, so both pick the same rows). Eight rows at a time
-  // in SSE2 vectors kept in registers across the columns (same sums per row as a scalar loop).
-  using V2 = double __attribute__((vector_size(16)));
-  std::vector<double> at(static_cast<std::size_t>(d));
-  auto distances = [&](Eigen::Index p, double* out) {
-    for (Eigen::Index c = 0; c < d; ++c) at[static_cast<std::size_t>(c)] = z(p, c);
-    const double* base = z.data();
-    Eigen::Index i = 0;
-    for (; i + 8 <= n; i += 8) {
-      V2 acc[4] = {};
-      for (Eigen::Index c = 0; c < d; ++c) {
-        const double* col = base + c * n + i;
-        const V2 v = {at[static_cast<std::size_t>(c)], at[static_cast<std::size_t>(c)]};
-        for (int k = 0; k < 4; ++k) {
-          V2 x;
-          std::memcpy(&x, col + 2 * k, sizeof x);
-          const V2 t = x - v;
-          acc[k] += t * t;
-        }
-      }
-      std::memcpy(out + i, acc, sizeof acc);
-    }
-    for (; i < n; ++i) {
-      double acc = 0;
-      for (Eigen::Index c = 0; c < d; ++c) {
-        const double t = base[c * n + i] - at[static_cast<std::size_t>(c)];
-        acc += t * t;
-      }
-      out[i] = acc;
-    }
-  };
-  const auto want = static_cast<Eigen::Index>(std::min<std::size_t>(m, static_cast<std::size_t>(n)));
-  Eigen::MatrixXd cols(n, want);  // distance columns in selection order
-  if (want == n) {  // every row: no selection
-    for (Eigen::Index p = 0; p < n; ++p) {
-      chosen.push_back(p);
-      distances(p, cols.col(p).data());
-    }
-  } else {
-    // First the row nearest the mean (the origin of the standardised columns), then each time
-    // the row farthest from its nearest chosen row; the first such row on ties.
-    Eigen::VectorXd norm = Eigen::VectorXd::Zero(n);
-    for (Eigen::Index c = 0; c < d; ++c)
-      for (Eigen::Index i = 0; i < n; ++i) norm[i] += z(i, c) * z(i, c);
-    Eigen::Index p = 0;
-    for (Eigen::Index i = 1; i < n; ++i)
-      if (norm[i] < norm[p]) p = i;
-    Eigen::VectorXd nearest(n);
-    for (;;) {
-      const auto j = static_cast<Eigen::Index>(chosen.size());
-      chosen.push_back(p);
-      distances(p, cols.col(j).data());
-      if (j == 0) nearest = cols.col(0);
-      else nearest = nearest.cwiseMin(cols.col(j));
-      if (j + 1 == want) break;
-      p = 0;
-      for (Eigen::Index i = 1; i < n; ++i)
-        if (nearest[i] > nearest[p]) p = i;
-      if (!(nearest[p] > 0)) break;  // only repeats of chosen rows are left
-    }
-  }
-  // Row order (as the random subset was kept): the basis is a set, its order only a layout.
-  std::vector<std::size_t> order(chosen.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return chosen[a] < chosen[b]; });
-  std::vector<Eigen::Index> rows(chosen.size());
-  if (d2) d2->resize(n, static_cast<Eigen::Index>(chosen.size()));
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    rows[k] = chosen[order[k]];
-    if (d2) d2->col(static_cast<Eigen::Index>(k)) = cols.col(static_cast<Eigen::Index>(order[k]));
-  }
-  return rows;
-}
-
-namespace {
-
 // What a fit needs, computed once per training set: standardised rows, centred labels, the
 // basis rows and the row-to-basis squared distances.
 struct KernelData {
@@ -1207,7 +1129,7 @@ struct KernelData {
 };
 
 KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::vector<std::size_t>& columns,
-                       int basis) {
+                       int basis, std::uint64_t seed) {
   if (x.rows == 0 || y.size() != x.rows) throw Error(ErrorCode::kInvalidArgument, "kernel ridge: no training rows");
   KernelData k;
   const std::size_t n = x.rows, d = columns.size();
@@ -1227,10 +1149,17 @@ KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::ve
   k.yc = Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n));
   k.intercept = k.yc.mean();
   k.yc.array() -= k.intercept;
-  // Basis: farthest-point rows (no draw, so the fit does not depend on a seed's luck); their
-  // distance columns come with the selection, so the basis costs no more than d2 did.
-  k.basis_rows = farthest_point_rows(k.z, static_cast<std::size_t>(std::max(1, basis)), &k.d2);
+  // Basis: a seeded random subset of the training rows (partial Fisher–Yates), kept in row order.
+  const std::size_t m = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, basis)), n);
+  std::vector<std::size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  FastRng rng(seed ^ 0x6b65726e656cULL);
+  for (std::size_t i = 0; i < m && m < n; ++i)
+    std::swap(idx[i], idx[i + rng.below(static_cast<std::uint32_t>(n - i))]);
+  std::sort(idx.begin(), idx.begin() + static_cast<long>(m));
+  k.basis_rows.assign(idx.begin(), idx.begin() + static_cast<long>(m));
   k.basis = k.z(k.basis_rows, Eigen::all);
+  k.d2 = squared_distances(k.z, k.basis);
   return k;
 }
 
@@ -1261,7 +1190,7 @@ class KernelRidgeLearner final : public Learner {
       c.kernel_columns = columns_;
       choice = tune_kernel_ridge(x, y, {}, c, seed);
     }
-    const KernelData k = kernel_data(x, y, columns_, config_.kernel_basis);
+    const KernelData k = kernel_data(x, y, columns_, config_.kernel_basis, seed);
     const Eigen::MatrixXd knm = kernel_of(k.d2, choice.length_scale, matern_);
     // K_nmᵀK_nm as a symmetric rank update (its lower half, all LDLT reads): half the flops.
     Eigen::MatrixXd sys = choice.lambda * basis_gram(knm, k.basis_rows);
@@ -1359,13 +1288,13 @@ class KernelRidgeLearner final : public Learner {
 }  // namespace
 
 KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::span<const std::uint32_t> groups,
-                               const LearnerConfig& config, std::uint64_t /*seed: the basis is drawn by none now*/) {
+                               const LearnerConfig& config, std::uint64_t seed) {
   std::vector<std::size_t> columns = config.kernel_columns;
   if (columns.empty()) {
     columns.resize(x.cols);
     std::iota(columns.begin(), columns.end(), 0);
   }
-  const KernelData k = kernel_data(x, y, columns, config.kernel_basis);
+  const KernelData k = kernel_data(x, y, columns, config.kernel_basis, seed);
   const auto n = k.z.rows();
   // Folds: the rows' groups dealt round-robin in sorted order (the stack passes the CNN model,
   // so the choice is made on unseen networks); without groups (or < 3) rows in turn.

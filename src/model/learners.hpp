@@ -2,7 +2,6 @@
 // predicts one row at a time (const, thread-safe) and round-trips through JSON.
 #pragma once
 
-#include <Eigen/Core>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -94,23 +93,13 @@ struct LearnerConfig {
   std::vector<std::string> learners = {"xgboost", "ridge", "knn", "extra_trees"};
 };
 
-// Kernel ridge's Nyström basis: min(m, rows) rows of z chosen by farthest-point selection — the
-// row nearest the origin (the mean, for standardised columns) first, then each time the row whose
-// squared distance to its nearest chosen row is largest (the first on ties), stopping early when
-// only repeats of chosen rows are left. Returned in row order; d2 (if given) gets the squared
-// distances from every row to each basis row (rows × basis), summed column by column.
-// Deterministic: no seed. All rows when m >= rows.
-[[nodiscard]] std::vector<Eigen::Index> farthest_point_rows(const Eigen::MatrixXd& z, std::size_t m,
-                                                            Eigen::MatrixXd* d2 = nullptr);
-
 struct KernelChoice {
   double length_scale, lambda;
 };
 
 // Kernel ridge's length scale and λ by cross-validation over x's rows: folds grouped by
 // `groups` (one id per row; the stack passes the CNN model) when there are >= 3 groups, else
-// rows in turn. Squared error; the grid is the config's. The seed is unused (the basis is
-// farthest-point rows, see farthest_point_rows); kept for callers.
+// rows in turn. Squared error; the grid is the config's.
 [[nodiscard]] KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y,
                                              std::span<const std::uint32_t> groups,
                                              const LearnerConfig& config, std::uint64_t seed);
