@@ -1265,6 +1265,9 @@ class KernelRidgeLearner final : public Learner {
       throw Error(ErrorCode::kParse, "kernel ridge state: inconsistent sizes");
     if (!(length_scale_ > 0) || !std::isfinite(length_scale_) || !std::isfinite(intercept_))
       throw Error(ErrorCode::kParse, "kernel ridge state: bad length scale or intercept");
+    // A fit always has a basis row and a positive, finite penalty: anything else is damage.
+    if (basis_.rows == 0 || !(lambda_ > 0) || !std::isfinite(lambda_))
+      throw Error(ErrorCode::kParse, "kernel ridge state: empty basis or bad penalty");
     for (double v : basis_.data)
       if (!std::isfinite(v)) throw Error(ErrorCode::kParse, "kernel ridge state: non-finite basis point");
     for (double v : alpha_)

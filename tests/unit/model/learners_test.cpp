@@ -387,6 +387,9 @@ TEST(KernelRidge, ABadStateIsRefused) {
   expect_refused([](auto& j) { j["alpha"].erase(0); });                    // size mismatch
   expect_refused([](auto& j) { j["basis"][3] = std::nan(""); });                // NaN basis point
   expect_refused([](auto& j) { j["length_scale"] = -1.0; });
+  expect_refused([](auto& j) { j["lambda"] = 0.0; });                       // no penalty: not a fit
+  expect_refused([](auto& j) { j["lambda"] = std::nan(""); });
+  expect_refused([](auto& j) { j["rows"] = 0; j["basis"] = nlohmann::json::array(); j["alpha"] = nlohmann::json::array(); });
   expect_refused([](auto& j) { j["kernel"] = "laplace"; });
   expect_refused([](auto& j) { j["columns"] = {0, 3}; });                   // not the schema's
   nlohmann::json missing = good;
