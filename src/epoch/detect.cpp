@@ -1557,7 +1557,10 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     diffs.reserve(layout.size());
     const double* t = trace.time_s.data();
     for (std::size_t j = 0; j < layout.blocks; ++j) {
-      if (j + 8 < layout.blocks) __builtin_prefetch(t + layout.start(j + 8));  // blocks are not guessed
+      if (j + 8 < layout.blocks) {  // blocks are not guessed; 17 values span two or three lines
+        __builtin_prefetch(t + layout.start(j + 8));
+        __builtin_prefetch(t + layout.start(j + 8) + layout.block);
+      }
       for (std::size_t i = layout.start(j) + 1, e = i + layout.block; i < e; ++i) {
         const double d = t[i] - t[i - 1];
         if (std::isfinite(d)) diffs.push_back(d);  // NaN would upset the median; reported below
