@@ -149,14 +149,14 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
     intercept = ym - slope * im;
   }
   signal::subtract_line(sample, layout, intercept, slope);
-  std::vector<double> residual = sample;
   const double med = signal::median(sample);
   signal::abs_deviation(sample, med);
   double scale = 1.4826 * signal::median(sample);
   const double base = intercept + med;
   if (!(scale > 0)) {  // more than half the values equal: the rms instead
+    // |r - med|^2 is (r - med)^2 to the bit: no copy of the residuals kept for this rare case.
     double ss = 0;
-    for (double r : residual) ss += (r - med) * (r - med);
+    for (double a : sample) ss += a * a;
     scale = std::sqrt(ss / m);
   }
   const double magnitude = std::abs(ym) + 1.0;
