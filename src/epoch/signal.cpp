@@ -754,7 +754,6 @@ void subtract_moving_average(std::span<double> x, std::size_t width) {
   for (std::size_t i = std::max(first, last); i < n; ++i) edge(i);
 }
 
-
 void add_scalar(std::span<double> x, double v) {
   for (double& e : x) e += v;
 }

@@ -125,7 +125,7 @@ Buffer halve(std::span<const double> x);
 void subtract_moving_average(std::span<double> x, std::size_t width);
 
 // Sum with independent partial sums. Inline: the flicker profile sums thousands of runs of
-// ~20 values, and a call per run cost as much as the sums.
+// ~20 values, each a call and a mispredicted loop exit when out of line.
 inline double sum(std::span<const double> x) {
   using V2 = double __attribute__((vector_size(16)));
   const std::size_t n = x.size();
@@ -146,6 +146,7 @@ inline double sum(std::span<const double> x) {
   for (; i < n; ++i) s += p[i];
   return s;
 }
+
 void add_scalar(std::span<double> x, double v);
 
 // Index of the first timestamp that is not finite or smaller than its predecessor (size() if
