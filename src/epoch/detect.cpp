@@ -149,14 +149,14 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
     intercept = ym - slope * im;
   }
   signal::subtract_line(sample, layout, intercept, slope);
-  std::vector<double> residual = sample;
   const double med = signal::median(sample);
   signal::abs_deviation(sample, med);
   double scale = 1.4826 * signal::median(sample);
   const double base = intercept + med;
   if (!(scale > 0)) {  // more than half the values equal: the rms instead
+    // |r - med|^2 is (r - med)^2 to the bit: no copy of the residuals kept for this rare case.
     double ss = 0;
-    for (double r : residual) ss += (r - med) * (r - med);
+    for (double a : sample) ss += a * a;
     scale = std::sqrt(ss / m);
   }
   const double magnitude = std::abs(ym) + 1.0;
@@ -1557,7 +1557,10 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     diffs.reserve(layout.size());
     const double* t = trace.time_s.data();
     for (std::size_t j = 0; j < layout.blocks; ++j) {
-      if (j + 8 < layout.blocks) __builtin_prefetch(t + layout.start(j + 8));  // blocks are not guessed
+      if (j + 8 < layout.blocks) {  // blocks are not guessed; 17 values span two or three lines
+        __builtin_prefetch(t + layout.start(j + 8));
+        __builtin_prefetch(t + layout.start(j + 8) + layout.block);
+      }
       for (std::size_t i = layout.start(j) + 1, e = i + layout.block; i < e; ++i) {
         const double d = t[i] - t[i - 1];
         if (std::isfinite(d)) diffs.push_back(d);  // NaN would upset the median; reported below

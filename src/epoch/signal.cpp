@@ -519,10 +519,18 @@ double quantile(std::span<const double> x, double q) {
     // (the bracket then missed 2 of 11 medians on the 24-hour benchmark trace).
     std::array<double, kPivots> piv;
     const std::size_t step = static_cast<std::size_t>(0.6180339887498949 * static_cast<double>(n)) | 1;
-    for (std::size_t j = 0, at = 0; j < kPivots; ++j, at = (at + step) % n) piv[j] = x[at];
-    std::sort(piv.begin(), piv.end());
+    for (std::size_t j = 0, at = 0; j < kPivots; ++j) {
+      piv[j] = x[at];
+      at += step;  // (at + step) % n without a division: step < n
+      if (at >= n) at -= n;
+    }
+    // Only two order statistics of the pivots are needed: two selections, not a sort.
     const std::size_t at = k * (kPivots - 1) / (n - 1);
-    const double lo = piv[at >= kMargin ? at - kMargin : 0], hi = piv[std::min(kPivots - 1, at + kMargin)];
+    const std::size_t r_lo = at >= kMargin ? at - kMargin : 0, r_hi = std::min(kPivots - 1, at + kMargin);
+    std::nth_element(piv.begin(), piv.begin() + static_cast<std::ptrdiff_t>(r_hi), piv.end());
+    std::nth_element(piv.begin(), piv.begin() + static_cast<std::ptrdiff_t>(r_lo),
+                     piv.begin() + static_cast<std::ptrdiff_t>(r_hi));
+    const double lo = piv[r_lo], hi = piv[r_hi];
     // Values equal to a pivot are counted, not kept: readings are often heavily tied.
     Buffer kept(n + 4);  // written before it is read (no zero fill); 4 spare for the vector stores
     std::size_t m = 0, below = 0, at_lo = 0, at_hi = 0;
@@ -744,20 +752,6 @@ void subtract_moving_average(std::span<double> x, std::size_t width) {
   };
   for (std::size_t i = 0; i < first; ++i) edge(i);
   for (std::size_t i = std::max(first, last); i < n; ++i) edge(i);
-}
-
-double sum(std::span<const double> x) {
-  const std::size_t n = x.size();
-  const double* p = x.data();
-  V2 s0 = splat(0), s1 = splat(0);
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += load2(p + i);
-    s1 += load2(p + i + 2);
-  }
-  double s = hsum(s0 + s1);
-  for (; i < n; ++i) s += p[i];
-  return s;
 }
 
 void add_scalar(std::span<double> x, double v) {

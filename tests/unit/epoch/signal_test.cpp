@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -201,7 +202,9 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
 
 TEST_P(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
   std::mt19937_64 rng(11);
-  for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 2049u, 2050u, 2051u, 5000u, 5003u, 16384u}) {
+  // Long ones too: the pivot walk wraps around many times, and two selections (not a sort)
+  // pick the bracketing pivots.
+  for (std::size_t n : {1u, 2u, 100u, 2047u, 2048u, 2049u, 2050u, 2051u, 5000u, 5003u, 16384u, 65536u, 100003u}) {
     for (int kind = 0; kind < 4; ++kind) {
       std::vector<double> x(n);
       for (std::size_t i = 0; i < n; ++i) {
@@ -217,6 +220,27 @@ TEST_P(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
       }
     }
   }
+}
+
+// sum() (inline since the flicker profile sums thousands of short runs) keeps its order: lanes
+// i mod 4 summed apart, folded (0 + 2) + (1 + 3), then the tail; a NaN anywhere gives NaN.
+TEST(SignalSum, InlineSumKeepsItsPartialSumOrder) {
+  for (std::size_t n = 0; n <= 41; ++n) {
+    const auto x = random_series(n, 100 + n);
+    std::array<double, 4> lane{};
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      for (std::size_t j = 0; j < 4; ++j) lane[j] += x[i + j];
+    double expect = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    for (; i < n; ++i) expect += x[i];
+    EXPECT_EQ(sum(x), expect) << n;
+    for (std::size_t at = 0; at < n; ++at) {
+      auto bad = x;
+      bad[at] = std::numeric_limits<double>::quiet_NaN();
+      EXPECT_TRUE(std::isnan(sum(bad))) << n << " at " << at;
+    }
+  }
+  EXPECT_EQ(sum(std::span<const double>()), 0.0);
 }
 
 TEST_P(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
