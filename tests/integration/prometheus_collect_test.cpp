@@ -31,7 +31,11 @@ double unix_now() {
 TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
   if (!testing::prometheus_available())
     GTEST_SKIP() << testing::prometheus_binary() << " is not installed (Debian package prometheus; .ci/run installs it)";
-  constexpr double kSpeed = 2;  // 30 s of trace in 15 s; scraped every 100 ms = 0.2 s of trace
+  // Real time: scraped every 100 ms like the trace's own sampling. At 2x (0.2 s of trace per
+  // scrape) the one-sample boundary rise in mem_util was missed at some boundaries and
+  // detection abstained in 1 of 4 full runs (confidence 0.28): a test of detection at half
+  // the resolution, not of the Prometheus round trip this test is for.
+  constexpr double kSpeed = 1;
   TempDir dir("prometheus-collect");
   PrometheusServer prometheus(dir, {}, "100ms");
   ASSERT_TRUE(prometheus.wait_ready()) << prometheus.log();
@@ -39,7 +43,7 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
   // The collector binds a port of its own choosing and says which; Prometheus is then told
   // (its discovery applies new targets on a 5 s tick). The replay waits for the first scrape.
   const std::string go = (dir / "go").string();
-  auto env = fake_nvml_env(kResnet, "2");
+  auto env = fake_nvml_env(kResnet, "1");
   env["EPOCHCAST_FAKE_NVML_START_FILE"] = go;
   Process collector({EPOCHCAST_CLI, "collect", "--listen", "127.0.0.1:0", "--interval-ms", "50", "-o",
                      (dir / "collected.csv").string()},
@@ -51,7 +55,7 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
 
   const double started = unix_now();
   std::ofstream(go).put('\n');
-  std::this_thread::sleep_for(std::chrono::milliseconds(15500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30500));  // the 29.9 s trace
   collector.signal(SIGTERM);
   ASSERT_EQ(collector.wait(60), 0) << collector.err();
   const double ended = unix_now();
@@ -68,8 +72,8 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
   EXPECT_EQ(scraped.format, "prometheus");
   EXPECT_EQ(scraped.gpu.name, "NVIDIA H200");
   EXPECT_EQ(scraped.gpu.index, 0);
-  // 15.5 s at a 100 ms step is 155 points; scrapes that time out on a loaded machine leave gaps.
-  EXPECT_GE(scraped.size(), 90u) << "Prometheus kept too few scrapes";
+  // 30.5 s at a 100 ms step is 305 points; scrapes that time out on a loaded machine leave gaps.
+  EXPECT_GE(scraped.size(), 180u) << "Prometheus kept too few scrapes";
   for (Metric m : {Metric::kGpuUtil, Metric::kPower, Metric::kSmClock, Metric::kMemUsed, Metric::kEnergy})
     EXPECT_NE(scraped.find(m), nullptr) << info(m).tag << " did not come back through dcgm-exporter names";
 
@@ -78,10 +82,10 @@ TEST(PrometheusCollect, ScrapedCollectorReadsBackWithTheSamePeriod) {
   // with 20 ms of jitter abstains in 14 of 50 read-backs), so detection reads the raw samples.
   PrometheusQuery raw_query = q;
   raw_query.raw_samples = true;
-  raw_query.raw_window_s = 5;  // several windows over the 16 s range
+  raw_query.raw_window_s = 5;  // several windows over the 31 s range
   const Trace raw = fetch_prometheus_trace(raw_query);
   EXPECT_EQ(raw.gpu.uuid, q.uuid);
-  EXPECT_GE(raw.size(), 90u) << "Prometheus kept too few scrapes";
+  EXPECT_GE(raw.size(), 180u) << "Prometheus kept too few scrapes";
   for (std::size_t i = 1; i < raw.size(); ++i) ASSERT_GT(raw.time_s[i], raw.time_s[i - 1]) << i;
   // Scrapes every 100 ms: the raw samples sit ~0.1 s apart, not on any grid of ours.
   EXPECT_NEAR(raw.median_interval_s(), 0.1, 0.02);
