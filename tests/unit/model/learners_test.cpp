@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <string>
 
 #include "epochcast/core/error.hpp"
 
@@ -111,6 +112,8 @@ TEST(ExtraTrees, FlatLayoutPredictsLikeTheSavedTrees) {
   et->fit(train.x, train.y, 11);
   const auto j = et->to_json();
   const auto fill = j.at("fill").get<std::vector<double>>();
+  auto loaded = make_learner("extra_trees", small());
+  loaded->from_json(j);
   for (std::size_t q = 0; q < test.x.rows; ++q) {
     double sum = 0;
     for (const auto& t : j.at("trees")) {
@@ -124,6 +127,8 @@ TEST(ExtraTrees, FlatLayoutPredictsLikeTheSavedTrees) {
       sum += t.at("value")[n].get<double>();
     }
     EXPECT_EQ(et->predict(test.x.row(q)), sum / static_cast<double>(j.at("trees").size())) << "query " << q;
+    // Fit lays the flat nodes out as they split, loading breadth first: the same predictions.
+    EXPECT_EQ(loaded->predict(test.x.row(q)), et->predict(test.x.row(q))) << "query " << q;
   }
 }
 
@@ -229,40 +234,59 @@ struct RefTrees {
   }
 };
 
-TEST(ExtraTrees, FitEqualsAOneFeatureAtATimeReference) {
-  for (const std::size_t cols : {2, 5, 9, 13}) {  // groups of lanes with and without a short last group
-    const Data train = make_data(250, cols, 20 + cols);
-    LearnerConfig config = small();
-    config.trees = 6;
-    auto et = make_learner("extra_trees", config);
-    et->fit(train.x, train.y, 77);
-    const auto j = et->to_json();
-    const auto fill = j.at("fill").get<std::vector<double>>();
-    Matrix filled = train.x;
-    for (std::size_t i = 0; i < filled.rows; ++i)
-      for (std::size_t c = 0; c < cols; ++c)
-        if (!std::isfinite(filled.data[i * cols + c])) filled.data[i * cols + c] = fill[c];
-    double total = 0;
-    for (double v : train.y) total += std::abs(v);
-    const int shift = 51 - std::ilogb(total);
-    std::vector<std::int64_t> yf;
-    for (double v : train.y) yf.push_back(std::llround(std::ldexp(v, shift)));
-    const auto tries = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(config.tree_max_features * static_cast<double>(cols))), 1, cols);
-    ASSERT_EQ(j.at("trees").size(), 6U);
-    for (std::size_t tree = 0; tree < 6; ++tree) {
-      RefTrees ref{filled, train.y, yf, static_cast<std::size_t>(config.tree_min_leaf), tries, std::vector<std::uint32_t>(filled.rows),
-                   std::vector<char>(cols, 0)};
-      std::iota(ref.idx.begin(), ref.idx.end(), 0U);
-      RefTrees::Rng rng(77 * 1000003ULL + tree);
-      ref.build(0, filled.rows, rng);
-      const auto& got = j.at("trees")[tree];
-      EXPECT_EQ(got.at("feature"), ref.f) << cols << " columns, tree " << tree;
-      EXPECT_EQ(got.at("threshold"), ref.t) << cols << " columns, tree " << tree;
-      EXPECT_EQ(got.at("left"), ref.l);
-      EXPECT_EQ(got.at("right"), ref.r);
-      EXPECT_EQ(got.at("value"), ref.v);
-    }
+// Fits `trees` extra trees and rebuilds each with RefTrees: nodes, thresholds and leaf means
+// (summed in std::partition's row order) must be identical.
+void expect_reference_trees(const Data& train, std::size_t trees, std::uint64_t seed, const std::string& what) {
+  const std::size_t cols = train.x.cols;
+  LearnerConfig config = small();
+  config.trees = static_cast<int>(trees);
+  auto et = make_learner("extra_trees", config);
+  et->fit(train.x, train.y, seed);
+  const auto j = et->to_json();
+  const auto fill = j.at("fill").get<std::vector<double>>();
+  Matrix filled = train.x;
+  for (std::size_t i = 0; i < filled.rows; ++i)
+    for (std::size_t c = 0; c < cols; ++c)
+      if (!std::isfinite(filled.data[i * cols + c])) filled.data[i * cols + c] = fill[c];
+  double total = 0;
+  for (double v : train.y) total += std::abs(v);
+  const int shift = 51 - std::ilogb(total);
+  std::vector<std::int64_t> yf;
+  for (double v : train.y) yf.push_back(std::llround(std::ldexp(v, shift)));
+  const auto tries = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(config.tree_max_features * static_cast<double>(cols))), 1, cols);
+  ASSERT_EQ(j.at("trees").size(), trees);
+  for (std::size_t tree = 0; tree < trees; ++tree) {
+    RefTrees ref{filled, train.y, yf, static_cast<std::size_t>(config.tree_min_leaf), tries, std::vector<std::uint32_t>(filled.rows),
+                 std::vector<char>(cols, 0)};
+    std::iota(ref.idx.begin(), ref.idx.end(), 0U);
+    RefTrees::Rng rng(seed * 1000003ULL + tree);
+    ref.build(0, filled.rows, rng);
+    const auto& got = j.at("trees")[tree];
+    EXPECT_EQ(got.at("feature"), ref.f) << what << ", tree " << tree;
+    EXPECT_EQ(got.at("threshold"), ref.t) << what << ", tree " << tree;
+    EXPECT_EQ(got.at("left"), ref.l) << what << ", tree " << tree;
+    EXPECT_EQ(got.at("right"), ref.r) << what << ", tree " << tree;
+    EXPECT_EQ(got.at("value"), ref.v) << what << ", tree " << tree;
   }
+}
+
+TEST(ExtraTrees, FitEqualsAOneFeatureAtATimeReference) {
+  for (const std::size_t cols : {2, 5, 9, 13})  // groups of lanes with and without a short last group
+    expect_reference_trees(make_data(250, cols, 20 + cols), 6, 77, std::to_string(cols) + " columns");
+}
+
+// The split's partition of the rows (branch-free, std::partition's order) on values with many
+// ties at thresholds and lopsided splits: small integers, a column constant in most rows, and
+// labels with few distinct values (leaf means then depend on the summation order).
+TEST(ExtraTrees, FitEqualsTheReferenceOnTiedValues) {
+  std::mt19937_64 rng(9);
+  Data d{Matrix(400, 6), {}};
+  for (std::size_t i = 0; i < d.x.rows; ++i) {
+    for (std::size_t c = 0; c < 5; ++c) d.x.data[i * 6 + c] = static_cast<double>(rng() % (c + 2));
+    d.x.data[i * 6 + 5] = i % 37 == 0 ? 1.0 : 0.0;
+    d.y.push_back(0.1 * static_cast<double>(rng() % 7) + (d.x.data[i * 6] > 0 ? 1.3 : 0.0));
+  }
+  expect_reference_trees(d, 8, 5, "tied values");
 }
 
 TEST(ExtraTrees, ANodeWithTwoParentsIsRefused) {
