@@ -135,34 +135,71 @@ def detect(t, channels):
             levels.append(0.5 * (x[0:2 * m:2] + x[1:2 * m:2]))
         pyramid.append(levels)
     nlev = len(pyramid[0])
-    # per-level ACF, weights, combined peaks
-    per = []
+    # per-level ACF, coarse to fine, weights, combined peaks; levels beyond the coarse levels'
+    # bracket are computed only when a probe on the centred 1/8 of the window says they could
+    # count (as propose_periods / period_bracketed / probe_needs_level)
+    per = {}
     best_peak = np.zeros(len(pyramid))
-    for l in range(nlev):
+
+    def peaks(frm):
+        w = best_peak ** 2
+        out = []
+        for l in sorted(per):
+            if l < frm:
+                continue
+            lags, rows = per[l]
+            total = (w[:, None] * rows).sum(0) / w.sum()
+            inner = total[1:-1]
+            pk = np.flatnonzero((inner > total[:-2]) & (inner >= total[2:]) & (inner > 0.02)) + 1
+            for i in pk:
+                out.append((lags[i] * 2.0 ** l, total[i], l))
+        return out
+
+    def level_rows(l, lags, hi, width):
+        rows = []
+        for levels in pyramid:
+            x = window(levels[l])
+            if len(x) > width:
+                off = (len(x) - width) // 2
+                x = x[off:off + width]
+            x = x.copy()
+            if l + 1 < nlev and len(x) >= 8 * hi:
+                x = x - moving_average(x, 4 * hi)
+            rows.append(acf(x, lags))
+        return np.array(rows)
+
+    def local_peaks(r):
+        inner = r[..., 1:-1]
+        return (inner > r[..., :-2]) & (inner >= r[..., 2:]), inner
+
+    bracketed, top = False, 0.0
+    for l in range(nlev - 1, -1, -1):
         length = len(pyramid[0][l])
         lo = 8
         hi = length // 2 + 1 if l + 1 == nlev else 16
         lags = np.arange(max(1, lo - 2), min(hi + 1, length - 1) + 1)
-        rows = []
-        for c, levels in enumerate(pyramid):
-            x = window(levels[l]).copy()
-            if l + 1 < nlev and len(x) >= 8 * hi:
-                x = x - moving_average(x, 4 * hi)
-            r = acf(x, lags)
-            rows.append(r)
-            inner = r[1:-1]
-            peaks = (inner > r[:-2]) & (inner >= r[2:])
-            if peaks.any():
-                best_peak[c] = max(best_peak[c], float(inner[peaks].max()))
-        per.append((lags, np.array(rows)))
+        if bracketed:
+            probe = level_rows(l, lags, hi, KWINDOW // 8)
+            pk, inner = local_peaks(probe)
+            need = bool((pk & (inner >= best_peak[:, None] - 0.1)).any())
+            w = best_peak ** 2
+            total = (w[:, None] * probe).sum(0) / w.sum()
+            tpk, tinner = local_peaks(total)
+            need = need or bool((tpk & (tinner >= 0.5 * top - 0.1)).any())
+            if not need:
+                continue
+        rows = level_rows(l, lags, hi, KWINDOW)
+        pk, inner = local_peaks(rows)
+        for c in range(len(pyramid)):
+            if pk[c].any():
+                best_peak[c] = max(best_peak[c], float(inner[c][pk[c]].max()))
+        per[l] = (lags, rows)
+        if l > 0:
+            cands = peaks(l)
+            top = max((c[1] for c in cands), default=0.0)
+            bracketed = bool(cands) and 16 * 2.0 ** (l - 1) * 4.4 < min(c[0] for c in cands if c[1] >= 0.5 * top)
     w = best_peak ** 2
-    cands = []
-    for l, (lags, rows) in enumerate(per):
-        total = (w[:, None] * rows).sum(0) / w.sum()
-        inner = total[1:-1]
-        pk = np.flatnonzero((inner > total[:-2]) & (inner >= total[2:]) & (inner > 0.02)) + 1
-        for i in pk:
-            cands.append((lags[i] * 2.0 ** l, total[i], l))
+    cands = peaks(0)
     period, score, level = max(cands, key=lambda c: c[1])
     # refine two levels finer
     lr = max(0, level - 2)

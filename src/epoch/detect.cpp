@@ -10,7 +10,9 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 
+#include "detect_internal.hpp"
 #include "signal.hpp"
 
 namespace epochcast {
@@ -405,38 +407,19 @@ LevelRange level_range(std::size_t level, std::size_t levels, std::size_t len,
   return {static_cast<std::size_t>(std::ceil(lo)), static_cast<std::size_t>(std::max(0.0, std::ceil(hi)))};
 }
 
-// Local ACF peaks on every level, as periods in original samples.
-std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_lag) {
-  const std::size_t levels = an.levels();
+// Local peaks of the weighted combined ACF on levels [from, levels), as periods in original
+// samples; the weights are the channels' best peaks on those levels.
+std::vector<Candidate> combined_peaks(Analysis& an, const std::vector<std::vector<std::vector<double>>>& per_level,
+                                      const std::vector<LevelRange>& ranges,
+                                      const std::vector<double>& best_peak, std::size_t from) {
   std::vector<Candidate> out;
-  // Pass 1: per-channel peak heights give the channel weights (noise channels fade out).
-  std::vector<double> best_peak(an.metrics.size(), 0.0);
-  std::vector<std::vector<std::vector<double>>> per_level(levels);
-  std::vector<LevelRange> ranges(levels);
-  for (std::size_t l = 0; l < levels; ++l) {
-    const std::size_t len = an.level_len[l];
-    ranges[l] = level_range(l, levels, len, min_lag, max_lag);
-    if (ranges[l].hi <= ranges[l].lo) continue;
-    const std::size_t lo = ranges[l].lo >= 3 ? ranges[l].lo - 2 : 1;
-    const std::size_t hi = std::min(ranges[l].hi + 1, len - 1);
-    an.weight.clear();
-    combined_acf(an, l, lo, hi, l + 1 < levels, &per_level[l]);
-    for (std::size_t c = 0; c < an.metrics.size(); ++c) {
-      const auto& r = per_level[l][c];
-      for (std::size_t k = ranges[l].lo; k < ranges[l].hi && k + 1 <= hi; ++k) {
-        const std::size_t i = k - lo;
-        if (i == 0 || i + 1 >= r.size()) continue;
-        if (r[i] > r[i - 1] && r[i] >= r[i + 1]) best_peak[c] = std::max(best_peak[c], r[i]);
-      }
-    }
-  }
+  const std::size_t levels = an.levels();
   an.weight.resize(an.metrics.size());
   for (std::size_t c = 0; c < an.metrics.size(); ++c) an.weight[c] = best_peak[c] * best_peak[c];
   const double wsum = std::accumulate(an.weight.begin(), an.weight.end(), 0.0);
   if (!(wsum > 0)) return out;
-  // Pass 2: the weighted combination, its local peaks.
-  for (std::size_t l = 0; l < levels; ++l) {
-    if (ranges[l].hi <= ranges[l].lo) continue;
+  for (std::size_t l = from; l < levels; ++l) {
+    if (ranges[l].hi <= ranges[l].lo || per_level[l].empty()) continue;
     const std::size_t len = an.level_len[l];
     const std::size_t lo = ranges[l].lo >= 3 ? ranges[l].lo - 2 : 1;
     const std::size_t hi = std::min(ranges[l].hi + 1, len - 1);
@@ -457,6 +440,111 @@ std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_
     }
   }
   return out;
+}
+
+// Whether level `next` and those below are beyond the bracket of the levels done so far. P:
+// the shortest peak at >= 0.5 of the strongest one's score (as short as choose_period's rule
+// (a) could go from there); beyond: the level cannot propose a period within rule (a)'s reach
+// of P (>= P / 4.4, the 4x harmonic with its 10 %), so levels L-1 and L-2 of P's are kept.
+bool period_bracketed(const std::vector<Candidate>& cands, std::size_t next) {
+  if (cands.empty()) return false;
+  double best = 0;
+  for (const auto& c : cands) best = std::max(best, c.score);
+  double shortest = kInf;
+  for (const auto& c : cands)
+    if (c.score >= 0.5 * best) shortest = std::min(shortest, c.period_samples);
+  return kLevelLagHi * std::ldexp(1.0, static_cast<int>(next)) * 4.4 < shortest;
+}
+
+// Samples of the centred probe window: 1/8 of the ACF window (>= 128 periods of lag 16).
+constexpr std::size_t kProbeWindow = kAcfWindow / 8;
+// Probe noise allowance: an ACF estimate from 2,048 samples is within ~0.05 of the full one.
+constexpr double kProbeMargin = 0.1;
+
+// Whether a level beyond the bracket still has to be computed in full: on a probe (the centred
+// kProbeWindow samples of its ACF window, same lags and high-pass) a channel comes within
+// kProbeMargin of its best peak so far (its weight could grow), or the weighted combination
+// has a peak within kProbeMargin of half the strongest score (a candidate rule (a) or the
+// choice could take: a short period averaged away on the coarse levels, whose multiples
+// therefore never showed there).
+bool probe_needs_level(const Analysis& an, std::size_t level, const LevelRange& range, std::size_t lo,
+                       std::size_t hi, bool high_pass, const std::vector<double>& best_peak, double top) {
+  std::vector<double> total(hi - lo + 1, 0.0), r;
+  signal::Buffer work;
+  double wsum = 0;
+  for (std::size_t c = 0; c < an.metrics.size(); ++c) {
+    if (level >= an.pyramid[c].levels.size()) continue;
+    auto w = an.window(c, level, kAcfWindow);
+    if (w.size() > kProbeWindow) w = w.subspan((w.size() - kProbeWindow) / 2, kProbeWindow);
+    const std::size_t width = high_pass && 4 * hi >= 3 && w.size() >= 8 * hi ? 4 * hi : 0;
+    signal::centred_autocorrelation(w, width, lo, hi, work, r);
+    for (std::size_t k = range.lo; k < range.hi && k + 1 <= hi; ++k) {
+      const std::size_t i = k - lo;
+      if (i == 0 || i + 1 >= r.size()) continue;
+      if (r[i] > r[i - 1] && r[i] >= r[i + 1] && r[i] >= best_peak[c] - kProbeMargin) return true;
+    }
+    const double wc = best_peak[c] * best_peak[c];
+    wsum += wc;
+    for (std::size_t k = 0; k < r.size() && k < total.size(); ++k) total[k] += wc * r[k];
+  }
+  if (!(wsum > 0)) return true;
+  for (std::size_t k = range.lo; k < range.hi; ++k) {
+    const std::size_t i = k - lo;
+    if (i == 0 || i + 1 >= total.size()) continue;
+    if (total[i] > total[i - 1] && total[i] >= total[i + 1] &&
+        total[i] / wsum >= 0.5 * top - kProbeMargin)
+      return true;
+  }
+  return false;
+}
+
+bool g_acf_level_skip = true;
+thread_local std::size_t t_skipped_acf_levels = 0;
+
+// Local ACF peaks on every level needed, as periods in original samples.
+std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_lag) {
+  const std::size_t levels = an.levels();
+  // Pass 1, coarse to fine: per-channel peak heights give the channel weights (noise channels
+  // fade out). Levels beyond the coarse levels' bracket (see period_bracketed) are computed
+  // only when a probe on 1/8 of the window says they could matter: on a long trace the fine
+  // levels hold ~80 % of the ACF work and usually propose nothing that counts.
+  std::vector<double> best_peak(an.metrics.size(), 0.0);
+  std::vector<std::vector<std::vector<double>>> per_level(levels);
+  std::vector<LevelRange> ranges(levels);
+  for (std::size_t l = 0; l < levels; ++l)
+    ranges[l] = level_range(l, levels, an.level_len[l], min_lag, max_lag);
+  bool bracketed = false;
+  double top = 0;
+  std::size_t skipped = 0;
+  for (std::size_t l = levels; l-- > 0;) {
+    if (ranges[l].hi <= ranges[l].lo) continue;
+    const std::size_t len = an.level_len[l];
+    const std::size_t lo = ranges[l].lo >= 3 ? ranges[l].lo - 2 : 1;
+    const std::size_t hi = std::min(ranges[l].hi + 1, len - 1);
+    if (bracketed && !probe_needs_level(an, l, ranges[l], lo, hi, l + 1 < levels, best_peak, top)) {
+      ++skipped;
+      continue;
+    }
+    an.weight.clear();
+    combined_acf(an, l, lo, hi, l + 1 < levels, &per_level[l]);
+    for (std::size_t c = 0; c < an.metrics.size(); ++c) {
+      const auto& r = per_level[l][c];
+      for (std::size_t k = ranges[l].lo; k < ranges[l].hi && k + 1 <= hi; ++k) {
+        const std::size_t i = k - lo;
+        if (i == 0 || i + 1 >= r.size()) continue;
+        if (r[i] > r[i - 1] && r[i] >= r[i + 1]) best_peak[c] = std::max(best_peak[c], r[i]);
+      }
+    }
+    if (g_acf_level_skip && l > 0) {
+      const auto cands = combined_peaks(an, per_level, ranges, best_peak, l);
+      bracketed = period_bracketed(cands, l - 1);
+      top = 0;
+      for (const auto& c : cands) top = std::max(top, c.score);
+    }
+  }
+  t_skipped_acf_levels = skipped;
+  // Pass 2: the weighted combination, its local peaks.
+  return combined_peaks(an, per_level, ranges, best_peak, 0);
 }
 
 // The strongest peak, unless a clearly longer peak that is not a multiple of it is nearly as
@@ -1949,6 +2037,11 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
 }
 
 // ---- Detector ----
+
+namespace detail {
+bool set_acf_level_skip(bool on) { return std::exchange(g_acf_level_skip, on); }
+std::size_t last_skipped_acf_levels() { return t_skipped_acf_levels; }
+}  // namespace detail
 
 Segmentation detect_epochs(const Trace& trace, const DetectOptions& options) {
   return detect_without(trace, options, {});
