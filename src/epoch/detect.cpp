@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -498,7 +499,7 @@ bool probe_needs_level(const Analysis& an, std::size_t level, const LevelRange& 
   return false;
 }
 
-bool g_acf_level_skip = true;
+std::atomic<bool> g_acf_level_skip{true};  // written by tests only; atomic as the server detects on several threads
 thread_local std::size_t t_skipped_acf_levels = 0;
 
 // Local ACF peaks on every level needed, as periods in original samples.
@@ -535,7 +536,7 @@ std::vector<Candidate> propose_periods(Analysis& an, double min_lag, double max_
         if (r[i] > r[i - 1] && r[i] >= r[i + 1]) best_peak[c] = std::max(best_peak[c], r[i]);
       }
     }
-    if (g_acf_level_skip && l > 0) {
+    if (l > 0 && g_acf_level_skip.load(std::memory_order_relaxed)) {
       const auto cands = combined_peaks(an, per_level, ranges, best_peak, l);
       bracketed = period_bracketed(cands, l - 1);
       top = 0;
@@ -2039,7 +2040,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
 // ---- Detector ----
 
 namespace detail {
-bool set_acf_level_skip(bool on) { return std::exchange(g_acf_level_skip, on); }
+bool set_acf_level_skip(bool on) { return g_acf_level_skip.exchange(on); }
 std::size_t last_skipped_acf_levels() { return t_skipped_acf_levels; }
 }  // namespace detail
 
