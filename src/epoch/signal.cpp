@@ -170,6 +170,20 @@ EPOCHCAST_AVX2 bool all_inside_avx2(const double* p, std::size_t n, double lo, d
   for (; i < n; ++i) clean = clean && p[i] >= lo && p[i] <= hi;
   return clean;
 }
+EPOCHCAST_AVX512 bool all_inside_avx512(const double* p, std::size_t n, double lo, double hi) {
+  V8 vmin = splat8(std::numeric_limits<double>::infinity()), vmax = -vmin, probe = splat8(0);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V8 v = load8(p + i);
+    vmin = v < vmin ? v : vmin;
+    vmax = v > vmax ? v : vmax;
+    probe += v - v;
+  }
+  bool clean = true;
+  for (int j = 0; j < 8; ++j) clean = clean && vmin[j] >= lo && vmax[j] <= hi && probe[j] == probe[j];
+  for (; i < n; ++i) clean = clean && p[i] >= lo && p[i] <= hi;
+  return clean;
+}
 #endif
 }  // namespace
 
@@ -178,7 +192,9 @@ std::size_t count_outside(std::span<const double> x, double lo, double hi) {
   const double* p = x.data();
   // Fast: the range check alone; the exact count only when something is outside.
 #if EPOCHCAST_AVX2_DISPATCH
-  const bool clean = use_avx2() ? all_inside_avx2(p, n, lo, hi) : all_inside_base(p, n, lo, hi);
+  const bool clean = use_avx512() ? all_inside_avx512(p, n, lo, hi)
+                     : use_avx2()   ? all_inside_avx2(p, n, lo, hi)
+                                    : all_inside_base(p, n, lo, hi);
 #else
   const bool clean = all_inside_base(p, n, lo, hi);
 #endif
@@ -788,6 +804,18 @@ EPOCHCAST_AVX2 void halve_avx2(const double* p, double* o, std::size_t m) {
   }
   for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
 }
+// Pairs within 128-bit lanes ([0 4 | 1 5 | 2 6 | 3 7] of the eight pair sums), put in order
+// by one permute: the same sums, times 0.5.
+EPOCHCAST_AVX512 void halve_avx512(const double* p, double* o, std::size_t m) {
+  std::size_t k = 0;
+  for (; k + 8 <= m; k += 8) {
+    const V8 a = load8(p + 2 * k), b = load8(p + 2 * k + 8);
+    const V8 s = __builtin_shufflevector(a, b, 0, 8, 2, 10, 4, 12, 6, 14) +
+                 __builtin_shufflevector(a, b, 1, 9, 3, 11, 5, 13, 7, 15);
+    store8(o + k, __builtin_shufflevector(s, s, 0, 2, 4, 6, 1, 3, 5, 7) * splat8(0.5));
+  }
+  for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
+}
 #endif
 
 // x[i] += c over [0, n) (x - m is x + (-m) exactly).
@@ -802,9 +830,15 @@ EPOCHCAST_AVX2 void add_to_avx2(double* x, std::size_t n, double c) {
   for (; i + 4 <= n; i += 4) store4(x + i, load4(x + i) + splat4(c));
   for (; i < n; ++i) x[i] += c;
 }
+EPOCHCAST_AVX512 void add_to_avx512(double* x, std::size_t n, double c) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(x + i, load8(x + i) + splat8(c));
+  for (; i < n; ++i) x[i] += c;
+}
 #endif
 void add_to(double* x, std::size_t n, double c) {
 #if EPOCHCAST_AVX2_DISPATCH
+  if (use_avx512()) return add_to_avx512(x, n, c);
   if (use_avx2()) return add_to_avx2(x, n, c);
 #endif
   add_to_base(x, n, c);
@@ -815,6 +849,10 @@ Buffer halve(std::span<const double> x) {
   const std::size_t m = x.size() / 2;
   Buffer out(m);
 #if EPOCHCAST_AVX2_DISPATCH
+  if (use_avx512()) {
+    halve_avx512(x.data(), out.data(), m);
+    return out;
+  }
   if (use_avx2()) {
     halve_avx2(x.data(), out.data(), m);
     return out;
@@ -1134,10 +1172,25 @@ EPOCHCAST_AVX2 V2 highpass_interior_avx2(const double* p, const double* S, doubl
   const V4 t = a + b;  // (a + c, b + d)
   return lo2(t) + hi2(t);
 }
+// One eight-wide sum whose lane j is the baseline's i = j (mod 8) chain, folded the same way:
+// (lanes 0-3 + lanes 4-7) is the AVX2 body's a + b.
+EPOCHCAST_AVX512 V2 highpass_interior_avx512(const double* p, const double* S, double* w, std::size_t& i,
+                                             std::size_t last, std::size_t left, std::size_t right, double inv) {
+  const V8 vinv = splat8(inv);
+  V8 a = splat8(0);
+  for (; i + 8 <= last; i += 8) {
+    const V8 v = load8(p + i) - (load8(S + i + right + 1) - load8(S + i - left)) * vinv;
+    store8(w + i, v);
+    a += v;
+  }
+  const V4 t = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  return lo2(t) + hi2(t);
+}
 #endif
 V2 highpass_interior(const double* p, const double* S, double* w, std::size_t& i, std::size_t last,
                      std::size_t left, std::size_t right, double inv) {
 #if EPOCHCAST_AVX2_DISPATCH
+  if (use_avx512()) return highpass_interior_avx512(p, S, w, i, last, left, right, inv);
   if (use_avx2()) return highpass_interior_avx2(p, S, w, i, last, left, right, inv);
 #endif
   return highpass_interior_base(p, S, w, i, last, left, right, inv);
