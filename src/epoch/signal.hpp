@@ -13,11 +13,13 @@
 namespace epochcast::signal {
 
 // Instruction set of the hot kernels (z-score sweep, ACF lag sweeps, range / timestamp
-// checks, busy runs, halving). Chosen once: AVX2 where the processor and OS support it,
-// unless EPOCHCAST_SIMD=baseline is set; the build itself targets baseline x86-64, so the
-// binary stays portable. Both paths give bit-identical results (same sums in the same order,
-// no FMA); tests run every kernel on both.
-enum class Simd { kBaseline, kAvx2 };
+// checks, busy runs, halving). Chosen once: AVX-512 (F, DQ, VL, BW) where the processor and OS
+// support it, else AVX2, else the baseline; EPOCHCAST_SIMD=avx2 caps the choice at AVX2 and
+// EPOCHCAST_SIMD=baseline forces the baseline. The build itself targets baseline x86-64, so the
+// binary stays portable. Every path gives bit-identical results (same sums in the same order,
+// no FMA); tests run every kernel on each. Kernels without an AVX-512 body use the AVX2 one
+// on the AVX-512 path (the levels are ordered: each includes the one below).
+enum class Simd { kBaseline, kAvx2, kAvx512 };
 Simd simd();
 bool simd_available(Simd s);
 // Forces a path (tests, benchmarks); one the processor lacks falls back to the baseline.

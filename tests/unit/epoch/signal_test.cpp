@@ -1,7 +1,8 @@
 // The vectorised sweeps of the epoch stage against plain scalar loops, on lengths that leave
 // every tail length of the vector blocks, with NaN and implausible readings placed in the tails too.
-// Every test runs on both dispatch paths (baseline SSE2 and AVX2, the latter skipped on a
-// processor without it), and the paths are compared bit for bit.
+// Every test runs on each dispatch path (baseline SSE2, AVX2 and AVX-512, the vector ones
+// skipped on a processor without them), and the vector paths are compared with the baseline
+// bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,8 +42,11 @@ class Signal : public ::testing::TestWithParam<Simd> {
   void TearDown() override { set_simd(previous_); }
   Simd previous_ = Simd::kBaseline;
 };
-INSTANTIATE_TEST_SUITE_P(Paths, Signal, ::testing::Values(Simd::kBaseline, Simd::kAvx2),
-                         [](const auto& info) { return std::string(info.param == Simd::kAvx2 ? "Avx2" : "Baseline"); });
+std::string path_name(Simd s) {
+  return s == Simd::kAvx512 ? "Avx512" : s == Simd::kAvx2 ? "Avx2" : "Baseline";
+}
+INSTANTIATE_TEST_SUITE_P(Paths, Signal, ::testing::Values(Simd::kBaseline, Simd::kAvx2, Simd::kAvx512),
+                         [](const auto& info) { return path_name(info.param); });
 
 TEST_P(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
   for (std::size_t n : {1u, 2u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1001u}) {
@@ -516,12 +520,17 @@ void expect_same_bits(const A& a, const B& b, const std::string& what) {
   }
 }
 
-class SignalPaths : public ::testing::Test {
+// A vector path (GetParam()) against the baseline; skipped where the processor lacks it
+// (CI's may have no AVX-512).
+class SignalPaths : public ::testing::TestWithParam<Simd> {
  protected:
   void SetUp() override {
-    if (!simd_available(Simd::kAvx2)) GTEST_SKIP() << "no AVX2 here: only the baseline path exists";
+    if (!simd_available(GetParam()))
+      GTEST_SKIP() << "no " << path_name(GetParam()) << " on this processor: nothing to compare with the baseline";
   }
 };
+INSTANTIATE_TEST_SUITE_P(Vector, SignalPaths, ::testing::Values(Simd::kAvx2, Simd::kAvx512),
+                         [](const auto& info) { return path_name(info.param); });
 
 TEST(SignalDispatch, SetSimdFallsBackAndRestores) {
   const Simd before = simd();
@@ -529,25 +538,36 @@ TEST(SignalDispatch, SetSimdFallsBackAndRestores) {
   EXPECT_EQ(simd(), Simd::kBaseline);
   set_simd(Simd::kAvx2);
   EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  set_simd(Simd::kAvx512);
+  EXPECT_EQ(simd(), simd_available(Simd::kAvx512) ? Simd::kAvx512 : Simd::kBaseline);
   EXPECT_TRUE(simd_available(Simd::kBaseline));
+  // AVX-512 here means F, DQ, VL and BW, and implies AVX2 (its path uses AVX2 bodies too).
+  if (simd_available(Simd::kAvx512)) EXPECT_TRUE(simd_available(Simd::kAvx2));
   set_simd(before);
   EXPECT_EQ(simd(), before);
 }
 
-// EPOCHCAST_SIMD=baseline forces the baseline path; unset (or any other value) the processor decides.
+// EPOCHCAST_SIMD=baseline forces the baseline path, =avx2 caps the choice at AVX2; unset (or
+// any other value) the processor decides: the widest path it has.
 TEST(SignalDispatch, EnvironmentForcesTheBaseline) {
   const Simd before = simd();
   const char* old = std::getenv("EPOCHCAST_SIMD");
   const std::string saved = old ? old : "";
+  const Simd best = simd_available(Simd::kAvx512) ? Simd::kAvx512
+                    : simd_available(Simd::kAvx2) ? Simd::kAvx2
+                                                  : Simd::kBaseline;
   ::setenv("EPOCHCAST_SIMD", "baseline", 1);
   reset_simd();
   EXPECT_EQ(simd(), Simd::kBaseline);
   ::setenv("EPOCHCAST_SIMD", "avx2", 1);
   reset_simd();
   EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  ::setenv("EPOCHCAST_SIMD", "avx512", 1);
+  reset_simd();
+  EXPECT_EQ(simd(), best);
   ::unsetenv("EPOCHCAST_SIMD");
   reset_simd();
-  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
+  EXPECT_EQ(simd(), best);
   if (old) ::setenv("EPOCHCAST_SIMD", saved.c_str(), 1);
   set_simd(before);
 }
@@ -563,10 +583,16 @@ std::vector<std::size_t> bad_positions(std::size_t n) {
   return at;
 }
 
-TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
+TEST_P(SignalPaths, PyramidSweepIsBitIdentical) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
-  for (std::size_t n = 0; n < 100; n += (n < 70 ? 1 : 7)) {
-    const auto y0 = random_series(n + 150, 1000 + n);
+  // Short series of 0-41 samples (no whole block, one or two blocks with every tail), then
+  // 150-249 (several blocks, store ranges cutting the sweep into segments).
+  std::vector<std::size_t> sizes;
+  for (std::size_t size = 0; size <= 41; ++size) sizes.push_back(size);
+  for (std::size_t n = 0; n < 100; n += (n < 70 ? 1 : 7)) sizes.push_back(n + 150);
+  for (const std::size_t size : sizes) {
+    const std::size_t n = size >= 150 ? size - 150 : size;
+    const auto y0 = random_series(size, 1000 + size);
     for (std::size_t trial = 0; trial < 4; ++trial) {
       auto y = y0;
       // trial 0: clean; 1-3: one NaN / implausible / -inf reading, moved through the tail.
@@ -591,7 +617,7 @@ TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
                                         &o.level5);
           return o;
         };
-        const Out a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
+        const Out a = on_path(Simd::kBaseline, run), b = on_path(GetParam(), run);
         const std::string what = "n " + std::to_string(n) + " trial " + std::to_string(trial) + " pos " + std::to_string(pi);
         EXPECT_EQ(a.count, b.count) << what;
         EXPECT_EQ(a.count, trial == 0 ? 0u : 1u) << what;
@@ -600,14 +626,37 @@ TEST_F(SignalPaths, PyramidSweepIsBitIdentical) {
         expect_same_bits(a.level4, b.level4, what + " level 4");
         expect_same_bits(a.level5, b.level5, what + " level 5");
         EXPECT_EQ(on_path(Simd::kBaseline, [&] { return count_outside(bad, -1e9, 1e9); }),
-                  on_path(Simd::kAvx2, [&] { return count_outside(bad, -1e9, 1e9); }))
+                  on_path(GetParam(), [&] { return count_outside(bad, -1e9, 1e9); }))
             << what;
       }
     }
   }
 }
 
-TEST_F(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
+// The quantile's bracket sweep (compress on AVX-512, a permute table on AVX2) keeps the values
+// between the pivots in their order, so even a selection among signed zeros returns the same
+// bits on every path; its counts decide the rank. Sizes 2048-2089 (the bracket's shortest
+// inputs, every vector tail), ties, signed zeros, and values equal to the pivots.
+TEST_P(SignalPaths, QuantileBracketIsBitIdentical) {
+  std::mt19937_64 rng(23);
+  for (std::size_t n = 2048; n <= 2089; ++n)
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<double> x(n);
+      for (auto& v : x) {
+        const int u = std::uniform_int_distribution<int>(0, 19)(rng);
+        const double c = std::uniform_real_distribution<double>(-1, 1)(rng);
+        // kind 1: 10 % zeros of both signs around the median, strictly inside the bracket.
+        v = kind == 0 ? c : kind == 1 ? (u == 0 ? -0.0 : u == 1 ? 0.0 : c) : static_cast<double>(u % 4);
+      }
+      for (double q : {0.0, 0.1, 0.3, 0.5, 0.77, 1.0}) {
+        auto run = [&] { return std::vector<double>{quantile(x, q)}; };
+        expect_same_bits(on_path(Simd::kBaseline, run), on_path(GetParam(), run),
+                         "n " + std::to_string(n) + " kind " + std::to_string(kind) + " q " + std::to_string(q));
+      }
+    }
+}
+
+TEST_P(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
   for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 15u, 16u, 17u, 31u, 33u, 64u, 1001u,
                         4099u, 32768u}) {
     const auto x = random_series(n, 77 + n);
@@ -619,7 +668,7 @@ TEST_F(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
           autocorrelation(x, lo, hi, r);
           return r;
         };
-        expect_same_bits(on_path(Simd::kBaseline, acf), on_path(Simd::kAvx2, acf), what);
+        expect_same_bits(on_path(Simd::kBaseline, acf), on_path(GetParam(), acf), what);
         for (std::size_t width : {0u, 3u, 8u, 64u}) {
           auto centred = [&] {
             Buffer work;
@@ -628,16 +677,16 @@ TEST_F(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
             r.insert(r.end(), work.begin(), work.end());  // the high-passed, centred window too
             return r;
           };
-          expect_same_bits(on_path(Simd::kBaseline, centred), on_path(Simd::kAvx2, centred),
+          expect_same_bits(on_path(Simd::kBaseline, centred), on_path(GetParam(), centred),
                            what + " width " + std::to_string(width));
         }
       }
     auto half = [&] { return halve(x); };
-    expect_same_bits(on_path(Simd::kBaseline, half), on_path(Simd::kAvx2, half), "halve " + std::to_string(n));
+    expect_same_bits(on_path(Simd::kBaseline, half), on_path(GetParam(), half), "halve " + std::to_string(n));
   }
 }
 
-TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
+TEST_P(SignalPaths, TimestampChecksAndBusyRunsAgree) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   std::mt19937_64 rng(9);
   for (std::size_t n = 0; n < 90; ++n) {
@@ -653,13 +702,13 @@ TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
           const std::size_t i = check_timestamps(u, 0.1, 0.005, grid);
           return std::pair{i, grid};
         };
-        EXPECT_EQ(on_path(Simd::kBaseline, check), on_path(Simd::kAvx2, check)) << n << " at " << at << " " << bad;
+        EXPECT_EQ(on_path(Simd::kBaseline, check), on_path(GetParam(), check)) << n << " at " << at << " " << bad;
       }
     for (double threshold : {0.5, 1.0 / 3.0, 1.5, 50.0}) {
       std::vector<double> a(n * 3 + 1);
       for (auto& v : a) v = static_cast<double>(std::uniform_int_distribution<int>(0, 3)(rng)) * 0.5;
       auto runs = [&] { return runs_above(a, threshold); };
-      EXPECT_EQ(on_path(Simd::kBaseline, runs), on_path(Simd::kAvx2, runs)) << n << " " << threshold;
+      EXPECT_EQ(on_path(Simd::kBaseline, runs), on_path(GetParam(), runs)) << n << " " << threshold;
       for (const std::size_t at : bad_positions(a.size()))
         for (double bad : {kNaN, 9.0, 0.25}) {  // 0.25: inside the range, nothing to find
           auto b = a;
@@ -670,7 +719,7 @@ TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
             return std::pair{r, inside};
           };
           const auto base = on_path(Simd::kBaseline, checked);
-          EXPECT_EQ(base, on_path(Simd::kAvx2, checked)) << n << " at " << at << " " << bad;
+          EXPECT_EQ(base, on_path(GetParam(), checked)) << n << " at " << at << " " << bad;
           EXPECT_EQ(base.second, bad == 0.25) << n << " at " << at << " " << bad;
         }
     }
@@ -679,9 +728,9 @@ TEST_F(SignalPaths, TimestampChecksAndBusyRunsAgree) {
 
 // The whole detector on both paths: the six real traces (with their host logs) and long
 // synthetic traces (levels 0-3 stored only in their ACF windows) give the same result, bit for bit.
-void expect_same_segmentation(const Trace& trace, const std::string& what) {
+void expect_same_segmentation(Simd path, const Trace& trace, const std::string& what) {
   auto run = [&] { return detect_epochs(trace); };
-  const Segmentation a = on_path(Simd::kBaseline, run), b = on_path(Simd::kAvx2, run);
+  const Segmentation a = on_path(Simd::kBaseline, run), b = on_path(path, run);
   EXPECT_EQ(a.found, b.found) << what;
   EXPECT_EQ(a.reason, b.reason) << what;
   expect_same_bits(std::vector<double>{a.period_s, a.confidence, a.period_samples, a.candidate_period_s,
@@ -697,13 +746,13 @@ void expect_same_segmentation(const Trace& trace, const std::string& what) {
   EXPECT_EQ(a.channels, b.channels) << what;
 }
 
-TEST_F(SignalPaths, DetectorGivesTheSameResultOnRealAndLongTraces) {
+TEST_P(SignalPaths, DetectorGivesTheSameResultOnRealAndLongTraces) {
   const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
   for (const char* name : {"effnetb0_224_bs64_ckpt_500ms", "lenet5_28_bs64_fp32", "mobilenetv2_224_bs128_noval",
                            "resnet18_32_bs128_cpuloader", "resnet50_224_bs256_bf16", "vgg16_224_bs32_fp32"}) {
     ReadOptions options;
     options.host_path = dir + name + ".host.csv";
-    expect_same_segmentation(read_trace(dir + name + ".smi.csv", options), name);
+    expect_same_segmentation(GetParam(), read_trace(dir + name + ".smi.csv", options), name);
   }
   for (std::uint64_t seed : {1u, 2u}) {
     SyntheticSpec spec;
@@ -711,7 +760,7 @@ TEST_F(SignalPaths, DetectorGivesTheSameResultOnRealAndLongTraces) {
     spec.period_s = 600;
     spec.epochs = 24;  // 144,000+ samples per channel: levels 0-3 kept only in their ACF windows
     spec.event_duty = 0.03;
-    expect_same_segmentation(make_synthetic_trace(spec, seed).trace, "synthetic seed " + std::to_string(seed));
+    expect_same_segmentation(GetParam(), make_synthetic_trace(spec, seed).trace, "synthetic seed " + std::to_string(seed));
   }
 }
 
