@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,10 @@
 #include <thread>
 
 #include "epochcast/core/error.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 namespace epochcast {
 namespace {
@@ -690,24 +695,50 @@ class FastRng {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define EPOCHCAST_TREES_AVX2 1
 #define EPOCHCAST_AVX2 __attribute__((target("avx2")))
+#define EPOCHCAST_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
 #endif
 
-// The split scan in four-double AVX2 vectors when the processor has them (checked once; the
-// environment's EPOCHCAST_SIMD=baseline forces the SSE2 path, as for detection). Both paths
-// give the same results bit for bit: min/max and integer sums are exact in any order.
-bool trees_use_avx2() {
+// The split scan's instruction set, chosen once (see learners.hpp); -1: not chosen yet.
+std::atomic<int> g_tree_simd{-1};
+
+}  // namespace
+
+bool tree_simd_available(TreeSimd s) {
+  if (s == TreeSimd::kBaseline) return true;
 #if EPOCHCAST_TREES_AVX2
-  static const bool use = [] {
-    const char* env = std::getenv("EPOCHCAST_SIMD");
-    if (env != nullptr && std::string_view(env) == "baseline") return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return use;
+  __builtin_cpu_init();
+  // __builtin_cpu_supports also checks that the OS saves the YMM / ZMM and mask registers.
+  if (s == TreeSimd::kAvx2) return __builtin_cpu_supports("avx2") != 0;
+  return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
+         __builtin_cpu_supports("avx512vl") != 0;
 #else
   return false;
 #endif
 }
+
+TreeSimd tree_simd() {
+  int v = g_tree_simd.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("EPOCHCAST_SIMD");
+    const std::string_view forced = env != nullptr ? env : "";
+    TreeSimd widest = TreeSimd::kBaseline;
+    if (forced != "baseline" && tree_simd_available(TreeSimd::kAvx2)) widest = TreeSimd::kAvx2;
+    if (forced != "baseline" && forced != "avx2" && tree_simd_available(TreeSimd::kAvx512)) widest = TreeSimd::kAvx512;
+    v = static_cast<int>(widest);
+    g_tree_simd.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<TreeSimd>(v);
+}
+
+TreeSimd set_tree_simd(TreeSimd s) {
+  const TreeSimd prev = tree_simd();
+  g_tree_simd.store(static_cast<int>(tree_simd_available(s) ? s : TreeSimd::kBaseline), std::memory_order_relaxed);
+  return prev;
+}
+
+void reset_tree_simd() { g_tree_simd.store(-1, std::memory_order_relaxed); }
+
+namespace {
 
 class ExtraTreesLearner final : public Learner {
  public:
@@ -945,7 +976,9 @@ class ExtraTreesLearner final : public Learner {
     Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};
     const Scan scan{d, idx, n, yv, vals, sum_fixed, static_cast<std::size_t>(min_leaf_), order.data(), tries};
 #if EPOCHCAST_TREES_AVX2
-    if (trees_use_avx2()) best = scan_avx2(scan, rng, s);
+    const TreeSimd simd = tree_simd();
+    if (simd == TreeSimd::kAvx512) best = scan_avx512(scan, rng, s);
+    else if (simd == TreeSimd::kAvx2) best = scan_avx2(scan, rng, s);
     else
 #endif
       best = scan_base(scan, rng, s);
@@ -1087,7 +1120,7 @@ class ExtraTreesLearner final : public Learner {
   }                                                                                                    \
   return best;
 
-  static constexpr std::size_t kLanes = 4;  // the widest group (values scratch: rows × lanes)
+  static constexpr std::size_t kLanes = 8;  // the widest group (values scratch: rows × lanes)
   using D2 = double __attribute__((vector_size(16)));
   using I2 = std::int64_t __attribute__((vector_size(16)));
   // LOAD: the group's values of one row as one vector from scalars (set lane by lane, GCC
@@ -1100,6 +1133,88 @@ class ExtraTreesLearner final : public Learner {
   using I4 = std::int64_t __attribute__((vector_size(32)));
   EPOCHCAST_AVX2 static Best scan_avx2(const Scan& q, FastRng& rng, Scratch& s) {
     EPOCHCAST_TREES_SCAN(D4, I4, 4, (D4{row[f0], row[f1], row[f2], row[f3]}))
+  }
+  // AVX-512: eight candidate features a group, a row's eight values in one gather (the group's
+  // column offsets fixed, the row's address the base), min/max in zmm registers; the label pass
+  // compares into a mask register and adds the row's label (broadcast from memory) and a count
+  // under it. The same draws, thresholds (no FMA: three separate operations, as the other paths)
+  // and score comparisons in feature order, so the same trees as the other paths bit for bit.
+  using D8 = double __attribute__((vector_size(64)));
+  EPOCHCAST_AVX512 static Best scan_avx512(const Scan& q, FastRng& rng, Scratch& s) {
+    Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};
+    std::size_t na = 0;
+    FastRng r = rng;  // a local copy stays in registers (see FastRng)
+    for (std::size_t j = 0; j < q.tries; ++j) {
+      const std::uint32_t c = q.order[j];
+      if (s.constant[c]) {
+        (void)r.next();
+        continue;
+      }
+      s.u[na] = r.unit();
+      s.active[na++] = c;
+    }
+    rng = r;
+    const std::size_t cols = q.d.cols, n = q.n;
+    const double* const x = q.d.x;
+    const std::uint32_t* const idx = q.idx;
+    const std::int64_t* const y = q.y;
+    double* const vals = q.vals;
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    const __m512i one = _mm512_set1_epi64(1);
+    for (std::size_t k = 0; k < na; k += 8) {
+      const std::size_t w = std::min<std::size_t>(8, na - k);
+      alignas(32) std::int32_t f[8];
+      alignas(64) double u[8];
+      for (std::size_t l = 0; l < 8; ++l) {  // short group: repeat the last
+        f[l] = static_cast<std::int32_t>(s.active[k + std::min(l, w - 1)]);
+        u[l] = s.u[k + std::min(l, w - 1)];
+      }
+      const __m256i offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(f));
+      // (Vector operators rather than the min/max intrinsics and the unmasked gather, whose
+      // "undefined" operands GCC 12 warns about; the same vminpd/vmaxpd/vgatherdpd.)
+      D8 lo = _mm512_set1_pd(kInf), hi = _mm512_set1_pd(-kInf);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double* row = x + static_cast<std::size_t>(idx[i]) * cols;
+        const D8 v = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xFF, offsets, row, 8);
+        _mm512_storeu_pd(vals + i * 8, v);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      // t = lo + u (hi - lo) rounded after each operation, as the other paths: AVX-512F has FMA
+      // and GCC contracts a product and a sum in C++ (-ffp-contract=fast, even with -std=c++20),
+      // so the product goes through an empty asm statement that it cannot see through.
+      const __m512d span = _mm512_sub_pd(hi, lo);
+      __m512d step = _mm512_mul_pd(_mm512_load_pd(u), span);
+      __asm__("" : "+v"(step));
+      const __m512d t = _mm512_add_pd(lo, step);
+      __m512i sum = _mm512_setzero_si512(), count = _mm512_setzero_si512();
+      for (std::size_t i = 0; i < n; ++i) {
+        const __mmask8 m = _mm512_cmp_pd_mask(_mm512_loadu_pd(vals + i * 8), t, _CMP_LE_OQ);
+        sum = _mm512_mask_add_epi64(sum, m, sum, _mm512_set1_epi64(y[i]));
+        count = _mm512_mask_add_epi64(count, m, count, one);
+      }
+      alignas(64) double lo_l[8], hi_l[8], t_l[8];
+      alignas(64) std::int64_t sum_l[8], count_l[8];
+      _mm512_store_pd(lo_l, lo);
+      _mm512_store_pd(hi_l, hi);
+      _mm512_store_pd(t_l, t);
+      _mm512_store_si512(sum_l, sum);
+      _mm512_store_si512(count_l, count);
+      for (std::size_t l = 0; l < w; ++l) {
+        const auto c = static_cast<std::uint32_t>(f[l]);
+        if (!(hi_l[l] > lo_l[l])) {
+          s.constant[c] = 1;
+          s.marked.push_back(c);
+          continue;
+        }
+        const auto left_n = static_cast<std::size_t>(count_l[l]), right_n = n - left_n;
+        if (left_n < q.min_leaf || right_n < q.min_leaf) continue;
+        const auto ls = static_cast<double>(sum_l[l]), rs = static_cast<double>(q.sum_fixed - sum_l[l]);
+        const double score = ls * ls / static_cast<double>(left_n) + rs * rs / static_cast<double>(right_n);
+        if (score > best.score) best = {score, static_cast<int>(c), t_l[l]};
+      }
+    }
+    return best;
   }
 #endif
 #undef EPOCHCAST_TREES_SCAN
