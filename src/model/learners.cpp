@@ -797,9 +797,10 @@ class ExtraTreesLearner final : public Learner {
     auto work = [&](int first, int step) {
       Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows * kLanes),
                       std::vector<std::int64_t>(x.rows), std::vector<std::uint32_t>(x.cols),
-                      std::vector<std::uint32_t>(x.cols), std::vector<double>(x.cols),
+                      std::vector<std::uint32_t>(x.cols + kLanes), std::vector<double>(x.cols + kLanes),
                       std::vector<char>(x.cols, 0), {}, std::vector<char>(x.rows),
-                      std::vector<std::uint32_t>(x.rows)};
+                      std::vector<std::uint32_t>(x.rows), std::vector<double>(x.cols + kLanes),
+                      std::vector<double>(x.cols + kLanes)};
       for (int t = first; t < trees_wanted_; t += step) {
         FastRng rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
         std::iota(scratch.idx.begin(), scratch.idx.end(), 0U);
@@ -935,6 +936,7 @@ class ExtraTreesLearner final : public Learner {
     std::vector<std::size_t> marked;  // the features set in `constant`, innermost node last
     std::vector<char> side;           // a split's rows: at or below the threshold
     std::vector<std::uint32_t> slots;  // and the positions it swaps
+    std::vector<double> score, threshold;  // AVX-512: each candidate's score (-inf: no split) and threshold
   };
   // Prediction layout: 16 bytes a node, children side by side (breadth first per tree after
   // loading a model; after fit, in the order the nodes split).
@@ -1141,7 +1143,8 @@ class ExtraTreesLearner final : public Learner {
   // and score comparisons in feature order, so the same trees as the other paths bit for bit.
   using D8 = double __attribute__((vector_size(64)));
   EPOCHCAST_AVX512 static Best scan_avx512(const Scan& q, FastRng& rng, Scratch& s) {
-    Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    Best best{-kInf, -1, 0.0};
     std::size_t na = 0;
     FastRng r = rng;  // a local copy stays in registers (see FastRng)
     for (std::size_t j = 0; j < q.tries; ++j) {
@@ -1154,37 +1157,38 @@ class ExtraTreesLearner final : public Learner {
       s.active[na++] = c;
     }
     rng = r;
+    if (na == 0) return best;
+    // A short last group repeats the last candidate (its lanes are never scored).
+    for (std::size_t j = na; j % 8 != 0; ++j) {
+      s.u[j] = s.u[na - 1];
+      s.active[j] = s.active[na - 1];
+    }
     const std::size_t cols = q.d.cols, n = q.n;
     const double* const x = q.d.x;
     const std::uint32_t* const idx = q.idx;
     const std::int64_t* const y = q.y;
     double* const vals = q.vals;
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    const __m512i one = _mm512_set1_epi64(1);
+    const __m512i one = _mm512_set1_epi64(1), min_leaf = _mm512_set1_epi64(static_cast<std::int64_t>(q.min_leaf)),
+                  rows = _mm512_set1_epi64(static_cast<std::int64_t>(n)), total = _mm512_set1_epi64(q.sum_fixed);
+    const __m512d no_split = _mm512_set1_pd(-kInf);
+    __m512d top = no_split;  // the best score in each lane so far
     for (std::size_t k = 0; k < na; k += 8) {
       const std::size_t w = std::min<std::size_t>(8, na - k);
-      alignas(32) std::int32_t f[8];
-      alignas(64) double u[8];
-      for (std::size_t l = 0; l < 8; ++l) {  // short group: repeat the last
-        f[l] = static_cast<std::int32_t>(s.active[k + std::min(l, w - 1)]);
-        u[l] = s.u[k + std::min(l, w - 1)];
-      }
-      const __m256i offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(f));
-      // (Vector operators rather than the min/max intrinsics and the unmasked gather, whose
-      // "undefined" operands GCC 12 warns about; the same vminpd/vmaxpd/vgatherdpd.)
+      const std::uint32_t* f = s.active.data() + k;
+      const std::size_t f0 = f[0], f1 = f[1], f2 = f[2], f3 = f[3], f4 = f[4], f5 = f[5], f6 = f[6], f7 = f[7];
       D8 lo = _mm512_set1_pd(kInf), hi = _mm512_set1_pd(-kInf);
       for (std::size_t i = 0; i < n; ++i) {
         const double* row = x + static_cast<std::size_t>(idx[i]) * cols;
-        const D8 v = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xFF, offsets, row, 8);
-        _mm512_storeu_pd(vals + i * 8, v);
-        lo = v < lo ? v : lo;
+        const D8 v = D8{row[f0], row[f1], row[f2], row[f3], row[f4], row[f5], row[f6], row[f7]};
+        std::memcpy(vals + i * 8, &v, sizeof v);
+        lo = v < lo ? v : lo;  // vminpd / vmaxpd, in row order as the other paths
         hi = v > hi ? v : hi;
       }
       // t = lo + u (hi - lo) rounded after each operation, as the other paths: AVX-512F has FMA
       // and GCC contracts a product and a sum in C++ (-ffp-contract=fast, even with -std=c++20),
       // so the product goes through an empty asm statement that it cannot see through.
       const __m512d span = _mm512_sub_pd(hi, lo);
-      __m512d step = _mm512_mul_pd(_mm512_load_pd(u), span);
+      __m512d step = _mm512_mul_pd(_mm512_loadu_pd(s.u.data() + k), span);
       __asm__("" : "+v"(step));
       const __m512d t = _mm512_add_pd(lo, step);
       __m512i sum = _mm512_setzero_si512(), count = _mm512_setzero_si512();
@@ -1193,28 +1197,37 @@ class ExtraTreesLearner final : public Learner {
         sum = _mm512_mask_add_epi64(sum, m, sum, _mm512_set1_epi64(y[i]));
         count = _mm512_mask_add_epi64(count, m, count, one);
       }
-      alignas(64) double lo_l[8], hi_l[8], t_l[8];
-      alignas(64) std::int64_t sum_l[8], count_l[8];
-      _mm512_store_pd(lo_l, lo);
-      _mm512_store_pd(hi_l, hi);
-      _mm512_store_pd(t_l, t);
-      _mm512_store_si512(sum_l, sum);
-      _mm512_store_si512(count_l, count);
-      for (std::size_t l = 0; l < w; ++l) {
-        const auto c = static_cast<std::uint32_t>(f[l]);
-        if (!(hi_l[l] > lo_l[l])) {
-          s.constant[c] = 1;
-          s.marked.push_back(c);
-          continue;
-        }
-        const auto left_n = static_cast<std::size_t>(count_l[l]), right_n = n - left_n;
-        if (left_n < q.min_leaf || right_n < q.min_leaf) continue;
-        const auto ls = static_cast<double>(sum_l[l]), rs = static_cast<double>(q.sum_fixed - sum_l[l]);
-        const double score = ls * ls / static_cast<double>(left_n) + rs * rs / static_cast<double>(right_n);
-        if (score > best.score) best = {score, static_cast<int>(c), t_l[l]};
+      // Scores of the group's lanes at once (the same operations as one at a time, so the same
+      // bits); lanes that cannot split get -inf.
+      const auto lanes = static_cast<__mmask8>(w == 8 ? 0xFF : (1U << w) - 1);
+      const __mmask8 constant = _mm512_mask_cmp_pd_mask(lanes, hi, lo, _CMP_NGT_UQ);  // !(hi > lo)
+      for (unsigned bits = constant; bits != 0; bits &= bits - 1) {
+        const std::uint32_t c = f[__builtin_ctz(bits)];
+        s.constant[c] = 1;
+        s.marked.push_back(c);
+      }
+      const __m512i right = _mm512_sub_epi64(rows, count);
+      const __mmask8 ok = _mm512_mask_cmpge_epi64_mask(static_cast<__mmask8>(lanes & ~constant), count, min_leaf) &
+                          _mm512_cmpge_epi64_mask(right, min_leaf);
+      const __m512d ls = _mm512_cvtepi64_pd(sum), rs = _mm512_cvtepi64_pd(_mm512_sub_epi64(total, sum));
+      const __m512d score = _mm512_add_pd(_mm512_maskz_div_pd(ok, _mm512_mul_pd(ls, ls), _mm512_cvtepi64_pd(count)),
+                                          _mm512_maskz_div_pd(ok, _mm512_mul_pd(rs, rs), _mm512_cvtepi64_pd(right)));
+      const __m512d scored = _mm512_mask_blend_pd(ok, no_split, score);
+      _mm512_storeu_pd(s.score.data() + k, scored);
+      _mm512_storeu_pd(s.threshold.data() + k, t);
+      top = _mm512_max_pd(scored, top);
+    }
+    // The first candidate with the highest score, as comparing one at a time in order would.
+    const double high = _mm512_reduce_max_pd(top);
+    if (!(high > -kInf)) return best;
+    const __m512d high_v = _mm512_set1_pd(high);
+    for (std::size_t k = 0;; k += 8) {
+      const __mmask8 at = _mm512_cmp_pd_mask(_mm512_loadu_pd(s.score.data() + k), high_v, _CMP_EQ_OQ);
+      if (at != 0) {
+        const std::size_t j = k + static_cast<std::size_t>(__builtin_ctz(at));
+        return {high, static_cast<int>(s.active[j]), s.threshold[j]};
       }
     }
-    return best;
   }
 #endif
 #undef EPOCHCAST_TREES_SCAN
