@@ -1048,6 +1048,25 @@ class ExtraTreesLearner final : public Learner {
     const std::uint32_t* order;  // the features to try, first `tries`
     std::size_t tries;
   };
+  // One draw per candidate, in order, whether or not it is scanned (a candidate constant in an
+  // ancestor is skipped but still consumes its draw); the candidates to scan and their draws
+  // go to s.active / s.u. Without a branch (which candidates are constant is random) and with
+  // the arrays' addresses in registers (the stores kept GCC reloading them from `s`).
+  static std::size_t draw_candidates(const Scan& q, FastRng& rng, Scratch& s) {
+    FastRng r = rng;  // a local copy stays in registers (see FastRng)
+    double* const u = s.u.data();
+    std::uint32_t* const active = s.active.data();
+    const char* const constant = s.constant.data();
+    std::size_t na = 0;
+    for (std::size_t j = 0; j < q.tries; ++j) {
+      const std::uint32_t c = q.order[j];
+      u[na] = r.unit();
+      active[na] = c;
+      na += static_cast<std::size_t>(constant[c] == 0);
+    }
+    rng = r;
+    return na;
+  }
   // The node's candidate features: for each, min/max over the node, a uniform threshold in
   // between, the label sum at or below it, the variance-reduction score; the best wins.
   // Features go through in groups of one vector's lanes (4 with AVX2, 2 with SSE2), a lane
@@ -1058,19 +1077,7 @@ class ExtraTreesLearner final : public Learner {
   // the same trees bit for bit (min/max and integer sums are exact in any order).
 #define EPOCHCAST_TREES_SCAN(D, I, W, LOAD)                                                                   \
   Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};                                        \
-  /* One draw per candidate, in order, whether or not it is scanned. */                                \
-  std::size_t na = 0;                                                                                  \
-  FastRng r = rng; /* a local copy stays in registers (see FastRng) */                                 \
-  for (std::size_t j = 0; j < q.tries; ++j) {                                                          \
-    const std::uint32_t c = q.order[j];                                                                \
-    if (s.constant[c]) {                                                                               \
-      (void)r.next();                                                                                  \
-      continue;                                                                                        \
-    }                                                                                                  \
-    s.u[na] = r.unit();                                                                                \
-    s.active[na++] = c;                                                                                \
-  }                                                                                                    \
-  rng = r;                                                                                             \
+  const std::size_t na = draw_candidates(q, rng, s);                                                   \
   const std::size_t cols = q.d.cols, n = q.n;                                                          \
   const double* const x = q.d.x;                                                                       \
   const std::uint32_t* const idx = q.idx;                                                              \
@@ -1145,18 +1152,7 @@ class ExtraTreesLearner final : public Learner {
   EPOCHCAST_AVX512 static Best scan_avx512(const Scan& q, FastRng& rng, Scratch& s) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     Best best{-kInf, -1, 0.0};
-    std::size_t na = 0;
-    FastRng r = rng;  // a local copy stays in registers (see FastRng)
-    for (std::size_t j = 0; j < q.tries; ++j) {
-      const std::uint32_t c = q.order[j];
-      if (s.constant[c]) {
-        (void)r.next();
-        continue;
-      }
-      s.u[na] = r.unit();
-      s.active[na++] = c;
-    }
-    rng = r;
+    const std::size_t na = draw_candidates(q, rng, s);
     if (na == 0) return best;
     // A short last group repeats the last candidate (its lanes are never scored).
     for (std::size_t j = na; j % 8 != 0; ++j) {
