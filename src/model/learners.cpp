@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,10 @@
 #include <thread>
 
 #include "epochcast/core/error.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 namespace epochcast {
 namespace {
@@ -690,24 +695,50 @@ class FastRng {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define EPOCHCAST_TREES_AVX2 1
 #define EPOCHCAST_AVX2 __attribute__((target("avx2")))
+#define EPOCHCAST_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
 #endif
 
-// The split scan in four-double AVX2 vectors when the processor has them (checked once; the
-// environment's EPOCHCAST_SIMD=baseline forces the SSE2 path, as for detection). Both paths
-// give the same results bit for bit: min/max and integer sums are exact in any order.
-bool trees_use_avx2() {
+// The split scan's instruction set, chosen once (see learners.hpp); -1: not chosen yet.
+std::atomic<int> g_tree_simd{-1};
+
+}  // namespace
+
+bool tree_simd_available(TreeSimd s) {
+  if (s == TreeSimd::kBaseline) return true;
 #if EPOCHCAST_TREES_AVX2
-  static const bool use = [] {
-    const char* env = std::getenv("EPOCHCAST_SIMD");
-    if (env != nullptr && std::string_view(env) == "baseline") return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return use;
+  __builtin_cpu_init();
+  // __builtin_cpu_supports also checks that the OS saves the YMM / ZMM and mask registers.
+  if (s == TreeSimd::kAvx2) return __builtin_cpu_supports("avx2") != 0;
+  return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
+         __builtin_cpu_supports("avx512vl") != 0;
 #else
   return false;
 #endif
 }
+
+TreeSimd tree_simd() {
+  int v = g_tree_simd.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("EPOCHCAST_SIMD");
+    const std::string_view forced = env != nullptr ? env : "";
+    TreeSimd widest = TreeSimd::kBaseline;
+    if (forced != "baseline" && tree_simd_available(TreeSimd::kAvx2)) widest = TreeSimd::kAvx2;
+    if (forced != "baseline" && forced != "avx2" && tree_simd_available(TreeSimd::kAvx512)) widest = TreeSimd::kAvx512;
+    v = static_cast<int>(widest);
+    g_tree_simd.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<TreeSimd>(v);
+}
+
+TreeSimd set_tree_simd(TreeSimd s) {
+  const TreeSimd prev = tree_simd();
+  g_tree_simd.store(static_cast<int>(tree_simd_available(s) ? s : TreeSimd::kBaseline), std::memory_order_relaxed);
+  return prev;
+}
+
+void reset_tree_simd() { g_tree_simd.store(-1, std::memory_order_relaxed); }
+
+namespace {
 
 class ExtraTreesLearner final : public Learner {
  public:
@@ -766,9 +797,10 @@ class ExtraTreesLearner final : public Learner {
     auto work = [&](int first, int step) {
       Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows * kLanes),
                       std::vector<std::int64_t>(x.rows), std::vector<std::uint32_t>(x.cols),
-                      std::vector<std::uint32_t>(x.cols), std::vector<double>(x.cols),
+                      std::vector<std::uint32_t>(x.cols + kLanes), std::vector<double>(x.cols + kLanes),
                       std::vector<char>(x.cols, 0), {}, std::vector<char>(x.rows),
-                      std::vector<std::uint32_t>(x.rows)};
+                      std::vector<std::uint32_t>(x.rows), std::vector<double>(x.cols + kLanes),
+                      std::vector<double>(x.cols + kLanes)};
       for (int t = first; t < trees_wanted_; t += step) {
         FastRng rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
         std::iota(scratch.idx.begin(), scratch.idx.end(), 0U);
@@ -904,6 +936,7 @@ class ExtraTreesLearner final : public Learner {
     std::vector<std::size_t> marked;  // the features set in `constant`, innermost node last
     std::vector<char> side;           // a split's rows: at or below the threshold
     std::vector<std::uint32_t> slots;  // and the positions it swaps
+    std::vector<double> score, threshold;  // AVX-512: each candidate's score (-inf: no split) and threshold
   };
   // Prediction layout: 16 bytes a node, children side by side (breadth first per tree after
   // loading a model; after fit, in the order the nodes split).
@@ -945,7 +978,9 @@ class ExtraTreesLearner final : public Learner {
     Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};
     const Scan scan{d, idx, n, yv, vals, sum_fixed, static_cast<std::size_t>(min_leaf_), order.data(), tries};
 #if EPOCHCAST_TREES_AVX2
-    if (trees_use_avx2()) best = scan_avx2(scan, rng, s);
+    const TreeSimd simd = tree_simd();
+    if (simd == TreeSimd::kAvx512) best = scan_avx512(scan, rng, s);
+    else if (simd == TreeSimd::kAvx2) best = scan_avx2(scan, rng, s);
     else
 #endif
       best = scan_base(scan, rng, s);
@@ -1013,6 +1048,25 @@ class ExtraTreesLearner final : public Learner {
     const std::uint32_t* order;  // the features to try, first `tries`
     std::size_t tries;
   };
+  // One draw per candidate, in order, whether or not it is scanned (a candidate constant in an
+  // ancestor is skipped but still consumes its draw); the candidates to scan and their draws
+  // go to s.active / s.u. Without a branch (which candidates are constant is random) and with
+  // the arrays' addresses in registers (the stores kept GCC reloading them from `s`).
+  static std::size_t draw_candidates(const Scan& q, FastRng& rng, Scratch& s) {
+    FastRng r = rng;  // a local copy stays in registers (see FastRng)
+    double* const u = s.u.data();
+    std::uint32_t* const active = s.active.data();
+    const char* const constant = s.constant.data();
+    std::size_t na = 0;
+    for (std::size_t j = 0; j < q.tries; ++j) {
+      const std::uint32_t c = q.order[j];
+      u[na] = r.unit();
+      active[na] = c;
+      na += static_cast<std::size_t>(constant[c] == 0);
+    }
+    rng = r;
+    return na;
+  }
   // The node's candidate features: for each, min/max over the node, a uniform threshold in
   // between, the label sum at or below it, the variance-reduction score; the best wins.
   // Features go through in groups of one vector's lanes (4 with AVX2, 2 with SSE2), a lane
@@ -1023,19 +1077,7 @@ class ExtraTreesLearner final : public Learner {
   // the same trees bit for bit (min/max and integer sums are exact in any order).
 #define EPOCHCAST_TREES_SCAN(D, I, W, LOAD)                                                                   \
   Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};                                        \
-  /* One draw per candidate, in order, whether or not it is scanned. */                                \
-  std::size_t na = 0;                                                                                  \
-  FastRng r = rng; /* a local copy stays in registers (see FastRng) */                                 \
-  for (std::size_t j = 0; j < q.tries; ++j) {                                                          \
-    const std::uint32_t c = q.order[j];                                                                \
-    if (s.constant[c]) {                                                                               \
-      (void)r.next();                                                                                  \
-      continue;                                                                                        \
-    }                                                                                                  \
-    s.u[na] = r.unit();                                                                                \
-    s.active[na++] = c;                                                                                \
-  }                                                                                                    \
-  rng = r;                                                                                             \
+  const std::size_t na = draw_candidates(q, rng, s);                                                   \
   const std::size_t cols = q.d.cols, n = q.n;                                                          \
   const double* const x = q.d.x;                                                                       \
   const std::uint32_t* const idx = q.idx;                                                              \
@@ -1087,7 +1129,7 @@ class ExtraTreesLearner final : public Learner {
   }                                                                                                    \
   return best;
 
-  static constexpr std::size_t kLanes = 4;  // the widest group (values scratch: rows × lanes)
+  static constexpr std::size_t kLanes = 8;  // the widest group (values scratch: rows × lanes)
   using D2 = double __attribute__((vector_size(16)));
   using I2 = std::int64_t __attribute__((vector_size(16)));
   // LOAD: the group's values of one row as one vector from scalars (set lane by lane, GCC
@@ -1100,6 +1142,88 @@ class ExtraTreesLearner final : public Learner {
   using I4 = std::int64_t __attribute__((vector_size(32)));
   EPOCHCAST_AVX2 static Best scan_avx2(const Scan& q, FastRng& rng, Scratch& s) {
     EPOCHCAST_TREES_SCAN(D4, I4, 4, (D4{row[f0], row[f1], row[f2], row[f3]}))
+  }
+  // AVX-512: eight candidate features a group, a row's eight values in one gather (the group's
+  // column offsets fixed, the row's address the base), min/max in zmm registers; the label pass
+  // compares into a mask register and adds the row's label (broadcast from memory) and a count
+  // under it. The same draws, thresholds (no FMA: three separate operations, as the other paths)
+  // and score comparisons in feature order, so the same trees as the other paths bit for bit.
+  using D8 = double __attribute__((vector_size(64)));
+  EPOCHCAST_AVX512 static Best scan_avx512(const Scan& q, FastRng& rng, Scratch& s) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    Best best{-kInf, -1, 0.0};
+    const std::size_t na = draw_candidates(q, rng, s);
+    if (na == 0) return best;
+    // A short last group repeats the last candidate (its lanes are never scored).
+    for (std::size_t j = na; j % 8 != 0; ++j) {
+      s.u[j] = s.u[na - 1];
+      s.active[j] = s.active[na - 1];
+    }
+    const std::size_t cols = q.d.cols, n = q.n;
+    const double* const x = q.d.x;
+    const std::uint32_t* const idx = q.idx;
+    const std::int64_t* const y = q.y;
+    double* const vals = q.vals;
+    const __m512i one = _mm512_set1_epi64(1), min_leaf = _mm512_set1_epi64(static_cast<std::int64_t>(q.min_leaf)),
+                  rows = _mm512_set1_epi64(static_cast<std::int64_t>(n)), total = _mm512_set1_epi64(q.sum_fixed);
+    const __m512d no_split = _mm512_set1_pd(-kInf);
+    __m512d top = no_split;  // the best score in each lane so far
+    for (std::size_t k = 0; k < na; k += 8) {
+      const std::size_t w = std::min<std::size_t>(8, na - k);
+      const std::uint32_t* f = s.active.data() + k;
+      const std::size_t f0 = f[0], f1 = f[1], f2 = f[2], f3 = f[3], f4 = f[4], f5 = f[5], f6 = f[6], f7 = f[7];
+      D8 lo = _mm512_set1_pd(kInf), hi = _mm512_set1_pd(-kInf);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double* row = x + static_cast<std::size_t>(idx[i]) * cols;
+        const D8 v = D8{row[f0], row[f1], row[f2], row[f3], row[f4], row[f5], row[f6], row[f7]};
+        std::memcpy(vals + i * 8, &v, sizeof v);
+        lo = v < lo ? v : lo;  // vminpd / vmaxpd, in row order as the other paths
+        hi = v > hi ? v : hi;
+      }
+      // t = lo + u (hi - lo) rounded after each operation, as the other paths: AVX-512F has FMA
+      // and GCC contracts a product and a sum in C++ (-ffp-contract=fast, even with -std=c++20),
+      // so the product goes through an empty asm statement that it cannot see through.
+      const __m512d span = _mm512_sub_pd(hi, lo);
+      __m512d step = _mm512_mul_pd(_mm512_loadu_pd(s.u.data() + k), span);
+      __asm__("" : "+v"(step));
+      const __m512d t = _mm512_add_pd(lo, step);
+      __m512i sum = _mm512_setzero_si512(), count = _mm512_setzero_si512();
+      for (std::size_t i = 0; i < n; ++i) {
+        const __mmask8 m = _mm512_cmp_pd_mask(_mm512_loadu_pd(vals + i * 8), t, _CMP_LE_OQ);
+        sum = _mm512_mask_add_epi64(sum, m, sum, _mm512_set1_epi64(y[i]));
+        count = _mm512_mask_add_epi64(count, m, count, one);
+      }
+      // Scores of the group's lanes at once (the same operations as one at a time, so the same
+      // bits); lanes that cannot split get -inf.
+      const auto lanes = static_cast<__mmask8>(w == 8 ? 0xFF : (1U << w) - 1);
+      const __mmask8 constant = _mm512_mask_cmp_pd_mask(lanes, hi, lo, _CMP_NGT_UQ);  // !(hi > lo)
+      for (unsigned bits = constant; bits != 0; bits &= bits - 1) {
+        const std::uint32_t c = f[__builtin_ctz(bits)];
+        s.constant[c] = 1;
+        s.marked.push_back(c);
+      }
+      const __m512i right = _mm512_sub_epi64(rows, count);
+      const __mmask8 ok = _mm512_mask_cmpge_epi64_mask(static_cast<__mmask8>(lanes & ~constant), count, min_leaf) &
+                          _mm512_cmpge_epi64_mask(right, min_leaf);
+      const __m512d ls = _mm512_cvtepi64_pd(sum), rs = _mm512_cvtepi64_pd(_mm512_sub_epi64(total, sum));
+      const __m512d score = _mm512_add_pd(_mm512_maskz_div_pd(ok, _mm512_mul_pd(ls, ls), _mm512_cvtepi64_pd(count)),
+                                          _mm512_maskz_div_pd(ok, _mm512_mul_pd(rs, rs), _mm512_cvtepi64_pd(right)));
+      const __m512d scored = _mm512_mask_blend_pd(ok, no_split, score);
+      _mm512_storeu_pd(s.score.data() + k, scored);
+      _mm512_storeu_pd(s.threshold.data() + k, t);
+      top = _mm512_max_pd(scored, top);
+    }
+    // The first candidate with the highest score, as comparing one at a time in order would.
+    const double high = _mm512_reduce_max_pd(top);
+    if (!(high > -kInf)) return best;
+    const __m512d high_v = _mm512_set1_pd(high);
+    for (std::size_t k = 0;; k += 8) {
+      const __mmask8 at = _mm512_cmp_pd_mask(_mm512_loadu_pd(s.score.data() + k), high_v, _CMP_EQ_OQ);
+      if (at != 0) {
+        const std::size_t j = k + static_cast<std::size_t>(__builtin_ctz(at));
+        return {high, static_cast<int>(s.active[j]), s.threshold[j]};
+      }
+    }
   }
 #endif
 #undef EPOCHCAST_TREES_SCAN

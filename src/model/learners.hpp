@@ -93,6 +93,19 @@ struct LearnerConfig {
   std::vector<std::string> learners = {"xgboost", "ridge", "knn", "extra_trees"};
 };
 
+// Instruction set of extra trees' split scan, chosen once: the widest the processor (and OS)
+// supports of AVX-512 (F, DQ, VL), AVX2 and the SSE2 baseline; EPOCHCAST_SIMD=baseline forces
+// SSE2 and EPOCHCAST_SIMD=avx2 caps it at AVX2. The build targets baseline x86-64 (the wider
+// paths are chosen at run time), and every path grows the same trees bit for bit.
+enum class TreeSimd { kBaseline, kAvx2, kAvx512 };
+[[nodiscard]] TreeSimd tree_simd();
+[[nodiscard]] bool tree_simd_available(TreeSimd s);
+// Forces a path (tests, benchmarks); one the processor lacks falls back to the baseline.
+// Returns the previous choice. Not for use while a fit runs on another thread.
+TreeSimd set_tree_simd(TreeSimd s);
+// Forgets the choice: the next tree_simd() reads EPOCHCAST_SIMD and the processor again.
+void reset_tree_simd();
+
 struct KernelChoice {
   double length_scale, lambda;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -270,23 +271,92 @@ void expect_reference_trees(const Data& train, std::size_t trees, std::uint64_t 
   }
 }
 
-TEST(ExtraTrees, FitEqualsAOneFeatureAtATimeReference) {
-  for (const std::size_t cols : {2, 5, 9, 13})  // groups of lanes with and without a short last group
+// Each instruction set of the split scan (SSE2, AVX2, AVX-512) must grow the reference's trees;
+// one the processor lacks is skipped.
+class ExtraTreesOnEachPath : public ::testing::TestWithParam<TreeSimd> {
+ protected:
+  void SetUp() override {
+    if (!tree_simd_available(GetParam())) GTEST_SKIP() << "this processor lacks the instruction set";
+    previous_ = set_tree_simd(GetParam());
+    forced_ = true;
+    ASSERT_EQ(tree_simd(), GetParam());
+  }
+  void TearDown() override {
+    if (forced_) set_tree_simd(previous_);
+  }
+
+ private:
+  TreeSimd previous_ = TreeSimd::kBaseline;
+  bool forced_ = false;
+};
+
+TEST_P(ExtraTreesOnEachPath, FitEqualsAOneFeatureAtATimeReference) {
+  // Candidates a node (half the columns): 1, 3, 5, 7, 9, 17, 20, 35: groups of 2, 4 and 8 lanes
+  // with and without a short last group, one group and several.
+  for (const std::size_t cols : {2, 5, 9, 13, 17, 33, 40, 69})
     expect_reference_trees(make_data(250, cols, 20 + cols), 6, 77, std::to_string(cols) + " columns");
 }
 
 // The split's partition of the rows (branch-free, std::partition's order) on values with many
 // ties at thresholds and lopsided splits: small integers, a column constant in most rows, and
-// labels with few distinct values (leaf means then depend on the summation order).
-TEST(ExtraTrees, FitEqualsTheReferenceOnTiedValues) {
+// labels with few distinct values (leaf means then depend on the summation order). 21 columns:
+// constant candidates drop out of later groups, so groups shift between nodes.
+TEST_P(ExtraTreesOnEachPath, FitEqualsTheReferenceOnTiedValues) {
   std::mt19937_64 rng(9);
-  Data d{Matrix(400, 6), {}};
+  constexpr std::size_t kCols = 21;
+  Data d{Matrix(400, kCols), {}};
   for (std::size_t i = 0; i < d.x.rows; ++i) {
-    for (std::size_t c = 0; c < 5; ++c) d.x.data[i * 6 + c] = static_cast<double>(rng() % (c + 2));
-    d.x.data[i * 6 + 5] = i % 37 == 0 ? 1.0 : 0.0;
-    d.y.push_back(0.1 * static_cast<double>(rng() % 7) + (d.x.data[i * 6] > 0 ? 1.3 : 0.0));
+    for (std::size_t c = 0; c + 1 < kCols; ++c) d.x.data[i * kCols + c] = static_cast<double>(rng() % (c % 5 + 2));
+    d.x.data[i * kCols + kCols - 1] = i % 37 == 0 ? 1.0 : 0.0;
+    d.y.push_back(0.1 * static_cast<double>(rng() % 7) + (d.x.data[i * kCols] > 0 ? 1.3 : 0.0));
   }
   expect_reference_trees(d, 8, 5, "tied values");
+}
+
+// Every available path fits the same model, byte for byte, on rows like the dataset's (69
+// columns, missing cells, duplicated rows).
+TEST_P(ExtraTreesOnEachPath, FitsTheSameModelAsTheBaseline) {
+  const Data train = make_data(600, 69, 31, 0.1);
+  LearnerConfig config = small();
+  auto et = make_learner("extra_trees", config);
+  et->fit(train.x, train.y, 4242);
+  const std::string got = et->to_json().dump();
+  set_tree_simd(TreeSimd::kBaseline);
+  auto base = make_learner("extra_trees", config);
+  base->fit(train.x, train.y, 4242);
+  set_tree_simd(GetParam());
+  const std::string want = base->to_json().dump();
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "the model differs from the baseline path's from byte "
+                           << std::distance(got.begin(), std::mismatch(got.begin(), got.end(), want.begin(), want.end()).first);
+}
+
+INSTANTIATE_TEST_SUITE_P(Simd, ExtraTreesOnEachPath,
+                         ::testing::Values(TreeSimd::kBaseline, TreeSimd::kAvx2, TreeSimd::kAvx512),
+                         [](const ::testing::TestParamInfo<TreeSimd>& p) {
+                           return std::string(p.param == TreeSimd::kBaseline ? "baseline"
+                                              : p.param == TreeSimd::kAvx2   ? "avx2"
+                                                                             : "avx512");
+                         });
+
+// EPOCHCAST_SIMD=baseline forces SSE2, =avx2 caps the scan at AVX2; unset, the widest available.
+TEST(ExtraTrees, SimdFollowsTheEnvironment) {
+  const char* old = std::getenv("EPOCHCAST_SIMD");
+  const std::string saved = old ? old : "";
+  const TreeSimd widest = tree_simd_available(TreeSimd::kAvx512) ? TreeSimd::kAvx512
+                          : tree_simd_available(TreeSimd::kAvx2) ? TreeSimd::kAvx2
+                                                                 : TreeSimd::kBaseline;
+  ::setenv("EPOCHCAST_SIMD", "baseline", 1);
+  reset_tree_simd();
+  EXPECT_EQ(tree_simd(), TreeSimd::kBaseline);
+  ::setenv("EPOCHCAST_SIMD", "avx2", 1);
+  reset_tree_simd();
+  EXPECT_EQ(tree_simd(), widest == TreeSimd::kBaseline ? TreeSimd::kBaseline : TreeSimd::kAvx2);
+  ::unsetenv("EPOCHCAST_SIMD");
+  reset_tree_simd();
+  EXPECT_EQ(tree_simd(), widest);
+  if (old) ::setenv("EPOCHCAST_SIMD", saved.c_str(), 1);
+  reset_tree_simd();
 }
 
 TEST(ExtraTrees, ANodeWithTwoParentsIsRefused) {
