@@ -63,6 +63,10 @@ void print_table(const Trace& trace, const Segmentation& seg) {
       std::cout << fmt::format("{:>5} {:>10.2f} {:>10.2f} {:>10.2f}\n", i + 1, e.start_s, e.end_s, e.end_s - e.start_s);
     }
   }
+  if (!trace.diagnostics.warnings.empty()) {
+    std::cout << "\nwarnings:\n";
+    for (const auto& w : trace.diagnostics.warnings) std::cout << "  - " << w << "\n";
+  }
 }
 
 void write_plot(const std::string& path, const Trace& trace, const Segmentation& seg) {
@@ -107,7 +111,7 @@ void run_follow(const DetectArgs& args) {
     if (args.json) {
       auto j = to_json(seg);
       j["samples"] = detector.trace().size();
-      std::cout << j.dump() << std::endl;
+      std::cout << dump_json(j) << std::endl;
     } else {
       std::cout << follow_line(detector.trace(), seg) << std::endl;
     }
@@ -160,7 +164,9 @@ void run(const DetectArgs& args) {
   const Segmentation seg = detect_epochs(trace, args.detect);
   if (!args.plot_path.empty()) write_plot(args.plot_path, trace, seg);
   if (args.json) {
-    std::cout << to_json(seg).dump(2) << "\n";
+    auto j = to_json(seg);
+    j["warnings"] = trace.diagnostics.warnings;  // what the reader had to do (as `info` and `predict` carry)
+    std::cout << dump_json(j, 2) << "\n";
   } else {
     print_table(trace, seg);
   }

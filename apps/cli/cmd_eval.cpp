@@ -159,7 +159,7 @@ void add_eval_command(CLI::App& app) {
       j["fit_cpu_seconds"] = r.fit_cpu_seconds;
       j["held_out"] = r.held_out;
       j["dataset"] = ds.source;
-      std::cout << j.dump(2) << "\n";
+      std::cout << dump_json(j, 2) << "\n";
       return;
     }
     print_table(r);

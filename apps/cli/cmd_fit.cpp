@@ -105,7 +105,7 @@ void add_fit_command(CLI::App& app) {
         weights[names[i]] = model.meta_weights()[i];
         unseen[names[i]] = model.meta_weights_unseen_gpu()[i];
       }
-      std::cout << nlohmann::json{{"model", opt->output},
+      std::cout << dump_json(nlohmann::json{{"model", opt->output},
                                   {"dataset", ds.source},
                                   {"rows", ds.rows.size()},
                                   {"rows_skipped", ds.diagnostics.rows_skipped},
@@ -117,8 +117,8 @@ void add_fit_command(CLI::App& app) {
                                   {"meta_weights_unseen_gpu", unseen},
                                   {"interval_half_width_log", model.interval_half_width_log()},
                                   {"unseen_gpu_interval_half_width_log", model.unseen_gpu_interval_half_width_log()},
-                                  {"source_gpus", model.source_gpus_in_training()}}
-                       .dump(2)
+                                  {"source_gpus", model.source_gpus_in_training()}},
+                               2)
                 << "\n";
       return;
     }

@@ -113,6 +113,7 @@ void TraceParser::canonical_header(std::string_view text) {
     fail(1, "(header)", "the host CSV names no host metric (cpu_util_pct, mem_used_mib)");
   if (metrics_.empty()) fail(1, "(header)", "the CSV header names no metric tag epochcast reads");
   row_.assign(metrics_.size(), kNaN);
+  row_text_.assign(metrics_.size(), {});
   header_done_ = true;
 }
 
@@ -154,6 +155,7 @@ void TraceParser::canonical_row(std::string_view text) {
           fail_at(text, fields_[i], col.name, fmt::format("not a number: '{}'", printable(f)));
         }
         row_[static_cast<std::size_t>(col.slot)] = v;
+        row_text_[static_cast<std::size_t>(col.slot)] = f;
         break;
       }
       case ColumnKind::kIgnored: break;

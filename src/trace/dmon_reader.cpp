@@ -83,6 +83,7 @@ void TraceParser::dmon_header(std::string_view text) {
     warn_once(fmt::format("ignored dcgmi columns epochcast has no metric for: {}", detail::name_list(ignored)));
   if (metrics_.empty()) fail(1, "(header)", "the #Entity header names no metric epochcast reads");
   row_.assign(metrics_.size(), kNaN);
+  row_text_.assign(metrics_.size(), {});
   header_done_ = true;
 }
 
@@ -192,6 +193,7 @@ void TraceParser::dmon_row(std::string_view text) {
       v = converted(v, col.header_factor, col, text, f, f);
     }
     row_[static_cast<std::size_t>(col.slot)] = v;
+    row_text_[static_cast<std::size_t>(col.slot)] = f;
   }
   const bool timestamped = first > 0 || std::any_of(columns_.begin(), columns_.end(), [](const Column& c) {
                              return c.kind == ColumnKind::kTimestamp;

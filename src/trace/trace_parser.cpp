@@ -252,6 +252,10 @@ int TraceParser::add_metric_slot(Metric m, std::string_view column_name) {
     return -1;
   }
   metrics_.push_back(m);
+  slot_min_.resize(metrics_.size() - 1);
+  slot_max_.resize(metrics_.size() - 1);
+  slot_min_.push_back(info(m).min_value);
+  slot_max_.push_back(info(m).max_value);
   return static_cast<int>(metrics_.size() - 1);
 }
 
@@ -309,6 +313,17 @@ void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_v
   GpuRows& r = gpus_[g];
   if (r.id.name.empty() && !name.empty()) r.id.name = std::string(name);
   if (r.id.uuid.empty() && !uuid.empty()) r.id.uuid = std::string(uuid);
+  // A reading outside the metric's physical limits (util 250 %, negative power) is missing.
+  for (std::size_t s = 0; s < metrics_.size(); ++s) {
+    const double v = row_[s];
+    if (!(v < slot_min_[s] || v > slot_max_[s])) continue;  // NaN passes: missing already
+    std::string_view field = "?";
+    for (const auto& c : columns_)
+      if (c.slot == static_cast<int>(s)) field = c.name;
+    r.impossible.record(metrics_[s], v, s < row_text_.size() ? trim(row_text_[s]) : std::string_view{},
+                        fmt::format("line {}, field '{}'", line_no_, printable(field)));
+    row_[s] = kNaN;
+  }
   ++r.ticks;
   ++rows_accepted_;
   ++diag_.rows_read;
@@ -493,8 +508,10 @@ Trace TraceParser::build_impl(bool steal) const {
   std::size_t missing = 0;
   for (const auto& c : t.channels)
     for (double v : c.values) missing += std::isnan(v);
+  missing -= std::min<std::size_t>(missing, g.impossible.total());  // said below, with their place
   if (missing)
     d.warnings.push_back(fmt::format("{} missing value(s) ([N/A], [Not Supported], N/A or empty) read as NaN", missing));
+  g.impossible.report(file_, t);
   return t;
 }
 

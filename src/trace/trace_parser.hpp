@@ -56,6 +56,7 @@ class TraceParser {
     std::uint64_t ticks = 0;                  // rows seen (stored or not)
     double busy_sum = 0;                      // sum of utilization (or power) for "busiest"
     std::uint64_t busy_n = 0;
+    ImpossibleValues impossible;              // readings outside the metric's limits (stored NaN)
   };
 
   // `steal`: move the column stores into the Trace (finish() only; the parser is spent after).
@@ -104,6 +105,8 @@ class TraceParser {
   mutable std::vector<GpuRows> gpus_;  // mutable: finish() moves the stores out
   std::size_t last_gpu_ = 0;
   std::vector<double> row_;                 // parsed values of the current row, per slot
+  std::vector<std::string_view> row_text_;  // and their text, for the impossible-value warning
+  std::vector<double> slot_min_, slot_max_; // per slot: the metric's physical limits
   std::vector<std::string_view> fields_;    // split fields of the current line
   std::string header_text_;                 // to recognise a repeated header
   std::string units_text_;
