@@ -116,13 +116,44 @@ void run_follow(const DetectArgs& args) {
       std::cout << follow_line(detector.trace(), seg) << std::endl;
     }
   };
+  // A file truncated or rewritten under us (`> log` when training restarts, copytruncate
+  // rotation) was read on from the old offset: the new file's bytes mid-line, ending in a
+  // misleading "wrong column count". The first bytes read and the offset tell.
+  constexpr std::size_t kHeadBytes = 4096;
+  std::string head;
+  std::uint64_t offset = 0;
+  auto check_unchanged = [&] {
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(args.path, ec);
+    std::string why;
+    if (!ec && size < offset) {
+      why = fmt::format("it shrank from {} to {} bytes", offset, size);
+    } else if (!head.empty()) {
+      std::ifstream again(args.path, std::ios::binary);
+      std::string now(head.size(), '\0');
+      again.read(now.data(), static_cast<std::streamsize>(now.size()));
+      now.resize(static_cast<std::size_t>(std::max<std::streamsize>(again.gcount(), 0)));
+      if (now != head) why = "its first bytes changed";
+    }
+    if (!why.empty())
+      throw Error(ErrorCode::kIo, fmt::format("{} was truncated or rewritten while followed ({}); stopped: the lines "
+                                              "above are of its earlier contents",
+                                              args.path, why));
+  };
   while (!g_interrupted) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     const auto got = in.gcount();
     if (got > 0) {
+      const bool caught_up = got < static_cast<std::streamsize>(buffer.size());
+      if (caught_up && offset > 0) check_unchanged();  // before the bytes are taken as a continuation
       last_data = std::chrono::steady_clock::now();
-      fed_rows += reader.feed(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
-      if (got == static_cast<std::streamsize>(buffer.size())) continue;  // more is waiting
+      const std::string_view bytes(buffer.data(), static_cast<std::size_t>(got));
+      if (head.size() < kHeadBytes) head += bytes.substr(0, kHeadBytes - head.size());
+      offset += static_cast<std::uint64_t>(got);
+      fed_rows += reader.feed(bytes);
+      if (!caught_up) continue;  // more is waiting
+    } else if (offset > 0) {
+      check_unchanged();
     }
     in.clear();  // EOF is not the end while following
     if (fed_rows > 0 && reader.rows() > detector.trace().size()) {

@@ -1,5 +1,7 @@
 #include "epochcast/model/dataset.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -49,6 +51,16 @@ bool read_line(std::istream& in, std::string& line, const std::string& name, std
       return !line.empty();
     }
     if (c == '\n') return true;
+    // A CR not before a newline: a file with classic Mac OS line ends was read as one header
+    // line ("duplicate column name"). A zero byte is no CSV text (other control bytes are
+    // left to the cells: a row naming GPU "p\x1b[31m" is skipped under --lenient).
+    if (c == '\r' && sb->sgetc() != '\n' && sb->sgetc() != std::char_traits<char>::eof())
+      throw Error(ErrorCode::kParse,
+                  "a carriage return inside a line: CR-only line ends (classic Mac OS)? convert with tr '\\r' '\\n'",
+                  {name, line_no, static_cast<std::uint32_t>(line.size() + 1), "(line)"});
+    if (c == 0)
+      throw Error(ErrorCode::kParse, fmt::format("binary data (byte 0x{:02x}); not a dataset CSV", c),
+                  {name, line_no, static_cast<std::uint32_t>(line.size() + 1), "(line)"});
     if (line.size() >= kMaxLineBytes)
       throw Error(ErrorCode::kParse, "line longer than 1 MiB: not a dataset CSV", {name, line_no, 0, ""});
     line.push_back(static_cast<char>(c));

@@ -119,9 +119,14 @@ void TraceParser::line(std::string_view text, bool terminated) {
     // PowerShell 5's `>` writes UTF-16: say so, not only "binary data (byte 0x00)".
     if (line_no_ == 1 && looks_like_utf16(text))
       fail(1, "(line)", "UTF-16 text (as PowerShell's > writes it); convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8");
-    if (const std::size_t bad = find_control_byte(text); bad != std::string_view::npos)
+    if (const std::size_t bad = find_control_byte(text); bad != std::string_view::npos) {
+      // Was "binary data (byte 0x0d)" for a whole log written with classic Mac OS line ends.
+      if (text[bad] == '\r')
+        fail(bad + 1, "(line)",
+             "a carriage return inside a line: CR-only line ends (classic Mac OS)? convert with tr '\\r' '\\n'");
       fail(bad + 1, "(line)",
            fmt::format("binary data (byte 0x{:02x}); not a text trace", static_cast<unsigned char>(text[bad])));
+    }
     if (format_ == TraceFormat::kAuto) {
       pending_.emplace_back(line_no_, std::string(text));
       const std::string_view t = trim(text);
@@ -315,7 +320,7 @@ void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_v
   if (r.id.uuid.empty() && !uuid.empty()) r.id.uuid = std::string(uuid);
   // A reading outside the metric's physical limits (util 250 %, negative power) is missing.
   for (std::size_t s = 0; s < metrics_.size(); ++s) {
-    const double v = row_[s];
+    const double v = row_[s] += 0.0;  // "-0" is 0 (info showed a minimum of -0)
     if (!(v < slot_min_[s] || v > slot_max_[s])) continue;  // NaN passes: missing already
     std::string_view field = "?";
     for (const auto& c : columns_)

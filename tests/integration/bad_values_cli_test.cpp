@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collect_process.hpp"
@@ -215,8 +216,55 @@ TEST(BadValuesCli, JsonOutputStaysValidJsonForEveryError) {
   for (const std::string verb : {"info", "detect"}) {
     const auto r = run_cli({verb, latin1, "--json"}, {}, dir.path());
     EXPECT_EQ(r.status, 0) << verb << ": " << r.out << r.err;
-    EXPECT_NO_THROW((void)nlohmann::json::parse(r.out)) << verb << ": " << r.out;
+    nlohmann::json parsed;
+    EXPECT_NO_THROW(parsed = nlohmann::json::parse(r.out)) << verb << ": " << r.out;
   }
+}
+
+// A folder holding a symlink loop named like a log: filesystem_error escaped as exit 70; a
+// dangling link was skipped without a word. Both are now rows that say why.
+TEST(BadValuesCli, BrokenLinksInAFolderAreRowsNotCrashes) {
+  TempDir dir("bad-values");
+  const fs::path folder = dir / "traces";
+  fs::create_directories(folder);
+  fs::copy_file(kLenet, folder / "a.smi.csv");
+  fs::create_symlink("loop.smi.csv", folder / "loop.smi.csv");
+  fs::create_symlink("/nonexistent/x.csv", folder / "dangling.smi.csv");
+  const auto r = run_cli({"predict", folder.string()}, {}, dir.path(), 300);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "Too many levels of symbolic links")) << r.out;
+  EXPECT_TRUE(has(r.out, "dangling.smi.csv")) << r.out;
+  EXPECT_TRUE(has(r.out, "a.smi.csv ")) << r.out;
+  // Given directly, the loop "does not exist" was wrong: it exists and loops.
+  const auto direct = run_cli({"predict", (folder / "loop.smi.csv").string(), "--json"}, {}, dir.path(), 300);
+  EXPECT_EQ(direct.status, 3) << direct.out;
+  EXPECT_TRUE(has(direct.out, "Too many levels of symbolic links")) << direct.out;
+}
+
+// A followed log rewritten under `detect --follow` (`> log` when training restarts) was read on
+// from the old offset: the new file's bytes mid-line, ending in "wrong column count" (exit 4).
+TEST(BadValuesCli, FollowSaysWhenTheFileIsRewrittenUnderIt) {
+  TempDir dir("bad-values");
+  const std::string path = (dir / "live.smi.csv").string();
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(kResnet);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  auto write = [&](std::size_t from, std::size_t to) {
+    std::ofstream out(path, std::ios::trunc);
+    out << lines[0] << "\n";
+    for (std::size_t i = from; i < to && i < lines.size(); ++i) out << lines[i] << "\n";
+  };
+  write(1, 150);
+  testing::Process p({EPOCHCAST_CLI, "detect", "--follow", path, "--idle-timeout", "5", "--poll-ms", "50"}, {},
+                     dir.path());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  write(150, 308);  // longer than before: the size alone does not tell
+  const int status = p.wait(60);
+  EXPECT_EQ(status, 3) << p.err();
+  EXPECT_TRUE(has(p.err(), path + " was truncated or rewritten while followed (its first bytes changed)")) << p.err();
+  EXPECT_FALSE(has(p.err(), "wrong column count")) << p.err();
 }
 
 }  // namespace

@@ -145,7 +145,8 @@ void raw_answer(const httplib::Request& req, httplib::Response& res) {
   for (long long k = 0; k < 20000; ++k) {
     const double t = std::round(raw_scrape_time(k) * 1000) / 1000;
     if (t < at - window - 1e-9 || t > at + 1e-9) continue;
-    power += (power.empty() ? "" : ",") + fmt::format("[{:.3f},\"{}\"]", t, k);
+    // k / 10 W: the sample's number, under the 5 kW limit of a possible reading
+    power += (power.empty() ? "" : ",") + fmt::format("[{:.3f},\"{}\"]", t, static_cast<double>(k) / 10);
     if (k % 7 != 0) util += (util.empty() ? "" : ",") + fmt::format("[{:.3f},\"50\"]", t);
   }
   const std::string labels = R"("gpu":"0","UUID":"GPU-abc","modelName":"NVIDIA H200","Hostname":"n1")";
@@ -184,7 +185,7 @@ TEST(Prometheus, RawSamplesKeepTheirScrapeTimestamps) {
   ASSERT_NE(util, nullptr);
   for (long long k : {1LL, 5999LL, 6000LL, 6001LL, 12345LL, 14999LL}) {
     EXPECT_NEAR(t.time_s[k], raw_scrape_time(k) - kRawStart, 1e-6) << k;  // the scrape's own time, not a grid
-    EXPECT_EQ(power->values[k], static_cast<double>(k));
+    EXPECT_EQ(power->values[k], static_cast<double>(k) / 10);
     EXPECT_EQ(std::isnan(util->values[k]), k % 7 == 0) << k;
   }
   EXPECT_EQ(t.diagnostics.gaps, 0u);

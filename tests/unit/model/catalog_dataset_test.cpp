@@ -262,6 +262,7 @@ TEST(DatasetBadInput, EchoedCellsAreBoundedAndEscaped) {
 // Found with the CLI (`fit --data /dev/zero`): one endless line was buffered until memory ran
 // out (1 GB), then reported as "empty dataset". Now a line past 1 MiB is refused at once.
 TEST(DatasetBadInput, EndlessLineIsRefusedAtOneMebibyte) {
+  // Since 2026-12-01 a zero byte ends the read at once (binary data), before the 1 MiB cap.
   try {
     (void)load_dataset("/dev/zero", load_gpu_catalog(kCatalog));
     FAIL();
@@ -269,12 +270,47 @@ TEST(DatasetBadInput, EndlessLineIsRefusedAtOneMebibyte) {
     EXPECT_EQ(e.code(), ErrorCode::kParse);
     EXPECT_EQ(e.where().file, "/dev/zero");
     EXPECT_EQ(e.where().line, 1u);
+    EXPECT_NE(e.detail().find("binary data (byte 0x00)"), std::string::npos) << e.what();
+  }
+  try {
+    (void)load_text(std::string(2 << 20, 'a'));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
     EXPECT_NE(e.detail().find("longer than 1 MiB"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)load_gpu_catalog("/dev/zero"), Error);
   // A last line without a newline is still read.
   Sample s = sample(2);
   EXPECT_EQ(load_text(s.header + "\n" + s.rows[0] + "\n" + s.rows[1]).rows.size(), 2u);
+}
+
+// Found in review round 6: a dataset with classic Mac OS line ends (CR only) was one header line
+// ("field '1328.0': duplicate column name"); zero bytes inside a row read as part of a cell
+// ("wrong column count").
+TEST(DatasetBadInput, CrOnlyLineEndsAndZeroBytesAreNamed) {
+  Sample s = sample(2);
+  std::string text = s.header + "\r" + s.rows[0] + "\r" + s.rows[1] + "\r";
+  try {
+    (void)load_text(text);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().line, 1u);
+    EXPECT_NE(e.detail().find("a carriage return inside a line: CR-only line ends"), std::string::npos) << e.what();
+  }
+  // CRLF stays fine.
+  EXPECT_EQ(load_text(s.header + "\r\n" + s.rows[0] + "\r\n" + s.rows[1] + "\r\n").rows.size(), 2u);
+  std::string row = s.rows[1];
+  row.insert(row.size() / 2, std::string("\0\0", 2));
+  try {
+    (void)load_text(s.header + "\n" + s.rows[0] + "\n" + row + "\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().line, 3u);
+    EXPECT_NE(e.detail().find("binary data (byte 0x00)"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "epochcast/core/error.hpp"
 #include "epochcast/core/metric.hpp"
 #include "epochcast/trace/read.hpp"
 
@@ -228,6 +229,45 @@ TEST(ImpossibleValues, RealTracesAndSamplesHaveNone) {
       ++files;
     }
   EXPECT_EQ(files, 15);  // six nvidia-smi logs, six host logs, one dcgmi log, two Prometheus read-backs
+}
+
+// Review round 6, other hostile bytes. A log with classic Mac OS line ends (CR only) was
+// "binary data (byte 0x0d); not a text trace".
+TEST(HostileTraceBytes, CrOnlyLineEndsAreNamed) {
+  std::string log(kSmiHeader);
+  log += smi_row(0, "1000", "300", "50");
+  log += smi_row(1, "1000", "300", "60");
+  for (char& c : log)
+    if (c == '\n') c = '\r';
+  try {
+    (void)read_trace_from_string(log, "mac.smi.csv");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().line, 1u);
+    EXPECT_EQ(e.where().column, kSmiHeader.size());  // the first CR
+    EXPECT_NE(e.detail().find("a carriage return inside a line: CR-only line ends (classic Mac OS)?"),
+              std::string::npos)
+        << e.what();
+  }
+  // CRLF is fine, as before.
+  std::string crlf;
+  for (char c : std::string(kSmiHeader) + smi_row(0, "1000", "300", "50") + smi_row(1, "1000", "300", "60")) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  EXPECT_EQ(read_trace_from_string(crlf, "crlf.smi.csv").size(), 2u);
+}
+
+// "-0" is a possible reading (0), but `info` showed a minimum of "-0".
+TEST(HostileTraceBytes, NegativeZeroIsZero) {
+  std::string log(kSmiHeader);
+  log += smi_row(0, "1000", "-0", "-0");
+  log += smi_row(1, "1000", "300", "60");
+  const Trace t = read_trace_from_string(log, "z.smi.csv");
+  EXPECT_EQ(t.diagnostics.impossible_values, 0u);
+  EXPECT_FALSE(std::signbit(channel(t, Metric::kGpuUtil).values[0]));
+  EXPECT_FALSE(std::signbit(channel(t, Metric::kPower).values[0]));
 }
 
 }  // namespace
