@@ -148,10 +148,11 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const Segmentation& seg = report.source.detected;
 
   // The epoch time on the source and the window the features are computed over.
-  // 0 means "not given"; anything else must be a plausible epoch (up to ~4 months).
-  if (request.source_epoch_s < 0 || !std::isfinite(request.source_epoch_s) || request.source_epoch_s > 1e7)
+  // 0 means "not given"; anything else must be a plausible epoch (1 ms to ~4 months: 1e-300 s
+  // was taken, and predicted 1.3e-300 s on an H100).
+  if (!(request.source_epoch_s == 0 || (request.source_epoch_s >= 1e-3 && request.source_epoch_s <= 1e7)))
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--epoch-s must be a positive number of seconds up to 1e7, got {}", request.source_epoch_s));
+                fmt::format("--epoch-s must be a number of seconds from 0.001 to 1e7, got {}", request.source_epoch_s));
   double source_epoch_s = 0;
   if (seg.found && !seg.epochs.empty()) {
     source_epoch_s = seg.period_s;

@@ -194,6 +194,7 @@ TEST(BadValuesCli, JsonOutputStaysValidJsonForEveryError) {
       {"predict", nul, "--json"},
       {"predict", kResnet, "--json", "--model", "/dev/zero"},
       {"predict", kResnet, "--json", "--gpus", "no-such-gpu"},
+      {"predict", kResnet, "--json", "--epoch-s", "1e-300"},  // was taken: an epoch of 1e-300 s
       {"eval", "--json", "--test", (dir / "nope.csv").string()},
       {"info", "--json", kResnet, "--gpu", "7"},
       // Not UTF-8 in the message: nlohmann's dump() threw inside the error handler (std::terminate).
