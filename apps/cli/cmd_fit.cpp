@@ -109,6 +109,7 @@ void add_fit_command(CLI::App& app) {
                                   {"dataset", ds.source},
                                   {"rows", ds.rows.size()},
                                   {"rows_skipped", ds.diagnostics.rows_skipped},
+                                  {"impossible_values", ds.diagnostics.impossible_values},
                                   {"pairs", model.training_pairs()},
                                   {"fit_seconds", seconds},
                                   {"fit_cpu_seconds", cpu_seconds},
@@ -124,6 +125,9 @@ void add_fit_command(CLI::App& app) {
     }
     fmt::print("dataset   {} ({} rows, {} skipped)\n", ds.source, ds.rows.size(), ds.diagnostics.rows_skipped);
     for (const auto& s : ds.diagnostics.skips) fmt::print("  skipped line {}: {}\n", s.line, s.reason);
+    if (ds.diagnostics.impossible_values)
+      fmt::print("  {} impossible value(s) read as missing; the first at {}\n", ds.diagnostics.impossible_values,
+                 ds.diagnostics.first_impossible);
     fmt::print("pairs     {}\nGPUs      ", model.training_pairs());
     for (const auto& g : model.source_gpus_in_training()) fmt::print("{} ", g);
     fmt::print("\nfit       {:.2f} s, seed {}\nstack     ", seconds, opt->seed);

@@ -204,6 +204,20 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
         if (t.empty() || t == "[N/A]" || t == "[Not Supported]") continue;  // missing: NaN
         if (!csv::parse_double(t, v))
           throw fail("expected a number, got '" + k.text + "'", k.column, feature_names()[f]);
+        // A statistic outside its metric's physical limits (utilisation mean 250 %, a std wider
+        // than the range) is missing, as in every trace reader: 1e300 ended the fit in XGBoost
+        // ("Input data contains inf", exit 70).
+        if (!std::isnan(v)) {
+          const MetricInfo& mi = info(feature_metrics()[f / kStatCount]);
+          const bool is_std = static_cast<Stat>(f % kStatCount) == Stat::kStd;
+          const double lo = is_std ? 0.0 : mi.min_value, hi = is_std ? mi.max_value - mi.min_value : mi.max_value;
+          if (!(v >= lo && v <= hi)) {
+            if (ds.diagnostics.impossible_values++ == 0)
+              ds.diagnostics.first_impossible = fmt::format("line {}, field '{}': '{}' ({})", line_no, feature_names()[f],
+                                                            csv::trim(k.text).substr(0, 64), describe_limits(mi.id));
+            continue;  // NaN
+          }
+        }
         row.features.values[f] = v;
       }
       auto [it, inserted] = seen.emplace(std::make_pair(row.gpu_id, row.workload), line_no);

@@ -313,5 +313,30 @@ TEST(DatasetBadInput, CrOnlyLineEndsAndZeroBytesAreNamed) {
   }
 }
 
+// Review round 6: statistics outside their metric's physical limits were read as given;
+// 1e300 then ended `fit` inside XGBoost ("Input data contains inf", exit 70). They are missing
+// (NaN) now, counted, the first named; the row stays.
+TEST(DatasetBadInput, ImpossibleStatisticsAreMissingCountedAndNamed) {
+  Sample s = sample(3);
+  const std::size_t util = column_of(s.header, "utilization_gpu_mean");
+  const std::size_t power_std = column_of(s.header, "power_drawW_std");
+  auto a = cells(s.rows[0]);
+  a[util] = "250";
+  auto b = cells(s.rows[1]);
+  b[util] = "1e300";
+  b[power_std] = "-1";
+  const Dataset ds = load_text(s.header + "\n" + join(a) + "\n" + join(b) + "\n" + s.rows[2] + "\n");
+  ASSERT_EQ(ds.rows.size(), 3u);
+  const std::size_t f = *feature_index("utilization_gpu_mean");
+  EXPECT_TRUE(std::isnan(ds.rows[0].features.values[f]));
+  EXPECT_TRUE(std::isnan(ds.rows[1].features.values[f]));
+  EXPECT_FALSE(std::isnan(ds.rows[2].features.values[f]));
+  EXPECT_TRUE(std::isnan(ds.rows[1].features.values[*feature_index("power_drawW_std")]));
+  EXPECT_EQ(ds.diagnostics.impossible_values, 3u);
+  EXPECT_EQ(ds.diagnostics.first_impossible, "line 2, field 'utilization_gpu_mean': '250' (outside 0 to 100 %)");
+  // The bundled dataset has none.
+  EXPECT_EQ(load_dataset(kData, load_gpu_catalog(kCatalog)).diagnostics.impossible_values, 0u);
+}
+
 }  // namespace
 }  // namespace epochcast
