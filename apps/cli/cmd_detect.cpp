@@ -111,6 +111,7 @@ void run_follow(const DetectArgs& args) {
     if (args.json) {
       auto j = to_json(seg);
       j["samples"] = detector.trace().size();
+      j["warnings"] = detector.trace().diagnostics.warnings;
       std::cout << dump_json(j) << std::endl;
     } else {
       std::cout << follow_line(detector.trace(), seg) << std::endl;
@@ -169,6 +170,11 @@ void run_follow(const DetectArgs& args) {
     throw Error(ErrorCode::kParse, fmt::format("{}: no data rows arrived while following ({} s without new data)",
                                                args.path, args.idle_timeout_s));
   if (detector.trace().size() > 0 && detector.flush()) report(detector.current());
+  // What the reader had to do (impossible values, skipped rows, clock steps), as `detect` says it.
+  if (!args.json && !detector.trace().diagnostics.warnings.empty()) {
+    std::cout << "warnings:\n";
+    for (const auto& w : detector.trace().diagnostics.warnings) std::cout << "  - " << w << "\n";
+  }
   if (!args.plot_path.empty()) write_plot(args.plot_path, detector.trace(), detector.current());
 }
 

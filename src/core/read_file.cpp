@@ -32,6 +32,7 @@ std::string read_file_capped(const std::string& path, std::uint64_t max_bytes, s
                               static_cast<long long>(st.st_size), what),
                   {path, 0, 0, ""});
   }
+  errno = 0;
   std::string out;
   // Chunks, not the file size: pipes and devices have none.
   constexpr std::size_t kChunk = 1 << 20;
@@ -51,7 +52,9 @@ std::string read_file_capped(const std::string& path, std::uint64_t max_bytes, s
                   fmt::format("{} is larger than {} MiB: not a {}", what, max_bytes >> 20, what),
                   {path, 0, 0, ""});
   }
-  if (in.bad()) throw Error(ErrorCode::kIo, fmt::format("read error in {} '{}'", what, path));
+  if (in.bad())
+    throw Error(ErrorCode::kIo, fmt::format("read error in {} '{}'{}{}", what, path, errno ? ": " : "",
+                                            errno ? std::strerror(errno) : ""));
   return out;
 }
 

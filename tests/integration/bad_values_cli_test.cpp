@@ -76,6 +76,15 @@ TEST(BadValuesCli, ImpossibleReadingIsCountedByInfoAndWarnedByDetectAndPredict) 
   const auto detect_table = run_cli({"detect", path}, {}, dir.path());
   EXPECT_TRUE(has(detect_table.out, "warnings:\n  - " + path + ": 1 impossible gpu_util_pct")) << detect_table.out;
 
+  // --follow too: each JSON line carries the warnings; the text ends with them.
+  const auto follow_json = run_cli({"detect", "--follow", path, "--json", "--idle-timeout", "0.5"}, {}, dir.path());
+  ASSERT_EQ(follow_json.status, 0) << follow_json.err;
+  std::string last = follow_json.out.substr(0, follow_json.out.find_last_not_of('\n') + 1);
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);  // the last JSON line
+  EXPECT_TRUE(has(nlohmann::json::parse(last)["warnings"].dump(), "impossible gpu_util_pct")) << follow_json.out;
+  const auto follow = run_cli({"detect", "--follow", path, "--idle-timeout", "0.5"}, {}, dir.path());
+  EXPECT_TRUE(has(follow.out, "warnings:\n  - " + path + ": 1 impossible gpu_util_pct")) << follow.out;
+
   const auto predict = run_cli({"predict", path, "--json"}, {}, dir.path(), 300);
   ASSERT_EQ(predict.status, 0) << predict.err;
   EXPECT_TRUE(has(nlohmann::json::parse(predict.out)["warnings"].dump(), "trace: " + path + ": 1 impossible"))

@@ -111,5 +111,18 @@ TEST(ReadFileCapped, FolderIsAnIoErrorSayingSo) {
   }
 }
 
+// A read that fails says why ("read error in model file '/proc/self/mem'" had no reason).
+TEST(ReadFileCapped, ReadErrorCarriesTheReason) {
+  try {
+    (void)read_file_capped("/proc/self/mem", 1 << 20, "model file");  // offset 0 is unmapped: EIO
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("read error in model file '/proc/self/mem': Input/output error"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace epochcast
