@@ -129,8 +129,8 @@ void run_follow(const DetectArgs& args) {
     std::string why;
     if (!ec && size < offset) {
       why = fmt::format("it shrank from {} to {} bytes", offset, size);
-    } else if (!head.empty()) {
-      std::ifstream again(args.path, std::ios::binary);
+    } else if (std::ifstream again(args.path, std::ios::binary); again && !head.empty()) {
+      // (A removed path is not checked: the open file is followed on, as `tail -f` does.)
       std::string now(head.size(), '\0');
       again.read(now.data(), static_cast<std::streamsize>(now.size()));
       now.resize(static_cast<std::size_t>(std::max<std::streamsize>(again.gcount(), 0)));
