@@ -257,11 +257,16 @@ int TraceParser::add_metric_slot(Metric m, std::string_view column_name) {
     return -1;
   }
   metrics_.push_back(m);
-  slot_min_.resize(metrics_.size() - 1);
-  slot_max_.resize(metrics_.size() - 1);
-  slot_min_.push_back(info(m).min_value);
-  slot_max_.push_back(info(m).max_value);
   return static_cast<int>(metrics_.size() - 1);
+}
+
+void TraceParser::set_column_limits() {
+  for (auto& c : columns_)
+    if (c.kind == ColumnKind::kMetric && c.slot >= 0) {
+      const MetricInfo& mi = info(metrics_[static_cast<std::size_t>(c.slot)]);
+      c.min_value = mi.min_value;
+      c.max_value = mi.max_value;
+    }
 }
 
 double TraceParser::parse_stamp(std::string_view text, std::string_view field, std::string_view line) {
@@ -318,16 +323,21 @@ void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_v
   GpuRows& r = gpus_[g];
   if (r.id.name.empty() && !name.empty()) r.id.name = std::string(name);
   if (r.id.uuid.empty() && !uuid.empty()) r.id.uuid = std::string(uuid);
-  // A reading outside the metric's physical limits (util 250 %, negative power) is missing.
-  for (std::size_t s = 0; s < metrics_.size(); ++s) {
-    const double v = row_[s] += 0.0;  // "-0" is 0 (info showed a minimum of -0)
-    if (!(v < slot_min_[s] || v > slot_max_[s])) continue;  // NaN passes: missing already
-    std::string_view field = "?";
-    for (const auto& c : columns_)
-      if (c.slot == static_cast<int>(s)) field = c.name;
-    r.impossible.record(metrics_[s], v, s < row_text_.size() ? trim(row_text_[s]) : std::string_view{},
-                        fmt::format("line {}, field '{}'", line_no_, printable(field)));
-    row_[s] = kNaN;
+  // A reading outside the metric's physical limits (util 250 %, negative power) is missing;
+  // checked() marked the row as its values were parsed.
+  if (impossible_in_row_) {
+    impossible_in_row_ = false;
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      const Column& col = columns_[c];
+      if (col.kind != ColumnKind::kMetric || col.slot < 0) continue;
+      double& v = row_[static_cast<std::size_t>(col.slot)];
+      if (!(v < col.min_value || v > col.max_value)) continue;
+      const std::string_view text = c + row_field_offset_ < fields_.size() ? trim(fields_[c + row_field_offset_])
+                                                                          : std::string_view{};
+      r.impossible.record(metrics_[static_cast<std::size_t>(col.slot)], v, text,
+                          fmt::format("line {}, field '{}'", line_no_, printable(col.name)));
+      v = kNaN;
+    }
   }
   ++r.ticks;
   ++rows_accepted_;
