@@ -217,6 +217,17 @@ TEST(ImpossibleValues, FollowedFileReportsThemAsRowsArrive) {
   EXPECT_TRUE(std::isnan(channel(reader.trace(), Metric::kGpuUtil).values[1]));
 }
 
+// The crafted sample (also a fuzzing seed): three impossible cells, each named.
+TEST(ImpossibleValues, CraftedSampleFile) {
+  const Trace t = read_trace(kData + "/bad/impossible_values.smi.csv");
+  EXPECT_EQ(t.size(), 29u);
+  EXPECT_EQ(t.diagnostics.impossible_values, 3u);
+  const std::string w = all_warnings(t);
+  EXPECT_TRUE(has(w, "the first at line 6, field 'utilization.gpu [%]': '250 %'")) << w;
+  EXPECT_TRUE(has(w, "the first at line 10, field 'power.draw [W]': '-128.04 W'")) << w;
+  EXPECT_TRUE(has(w, "the first at line 13, field 'temperature.gpu': '-40'")) << w;
+}
+
 // The real traces and samples hold no impossible reading: the rule changes nothing for them.
 TEST(ImpossibleValues, RealTracesAndSamplesHaveNone) {
   int files = 0;
