@@ -50,7 +50,8 @@ void ImpossibleValues::report(const std::string& source, Trace& trace) const {
     if (const Channel* c = trace.find(m))
       any_left = std::any_of(c->values.begin(), c->values.end(), [](double v) { return !std::isnan(v); });
     trace.diagnostics.warnings.push_back(fmt::format(
-        "{}: {} impossible {} value(s) ({}) read as missing; the first at {}: '{}'{}", source, p.count, info(m).tag,
+        "{}: {} impossible {} value(s) ({}) read as missing; the first at {}: '{}'{}", detail::printable(source, 4096),
+        p.count, info(m).tag,
         describe_limits(m), p.first_where, p.first_text,
         any_left ? "" : fmt::format("; the channel {} is missing: none of its values is possible", info(m).tag)));
   }
