@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -275,6 +276,43 @@ TEST(BadValuesCli, FollowSaysWhenTheFileIsRewrittenUnderIt) {
   EXPECT_EQ(status, 3) << p.err();
   EXPECT_TRUE(has(p.err(), path + " was truncated or rewritten while followed (its first bytes changed)")) << p.err();
   EXPECT_FALSE(has(p.err(), "wrong column count")) << p.err();
+}
+
+// A dataset statistic of 1e300 ended `fit` inside XGBoost (exit 70); 250 % was read as given.
+// Both are missing now, and `fit` and `eval` say so (eval said nothing about its datasets).
+TEST(BadValuesCli, ImpossibleDatasetStatisticsAreMissingAndSaid) {
+  TempDir dir("bad-values");
+  std::ifstream in(std::string(EPOCHCAST_SOURCE_DIR) + "/data/nvidiasmi_devicequery_all.csv");
+  std::string header, line, out;
+  std::getline(in, header);
+  out = header + "\n";
+  std::size_t util = 0;
+  {
+    std::stringstream names(header);
+    std::size_t col = 0;
+    for (std::string name; std::getline(names, name, ','); ++col)
+      if (name == "utilization_gpu_mean") util = col;
+  }
+  ASSERT_GT(util, 0u);
+  for (int no = 2; std::getline(in, line); ++no) {
+    if (no == 3 || no == 4) {
+      std::size_t start = 0;
+      for (std::size_t c = 0; c < util; ++c) start = line.find(',', start) + 1;
+      const std::size_t end = line.find(',', start);
+      line = line.substr(0, start) + (no == 3 ? "1e300" : "250") + line.substr(end);
+    }
+    out += line + "\n";
+  }
+  const std::string data = (dir / "data.csv").string();
+  std::ofstream(data) << out;
+  const auto fit = run_cli({"fit", "--data", data, "-o", (dir / "m.json").string(), "--json"}, {}, dir.path(), 300);
+  EXPECT_EQ(fit.status, 0) << fit.out << fit.err;
+  EXPECT_EQ(nlohmann::json::parse(fit.out)["impossible_values"], 2) << fit.out;
+  const auto eval = run_cli({"eval", "--test", data, "--json"}, {}, dir.path(), 300);
+  EXPECT_EQ(eval.status, 0) << eval.err;
+  EXPECT_TRUE(has(eval.err, data + ": 2 impossible value(s) read as missing; the first at line 3, field "
+                              "'utilization_gpu_mean': '1e300' (outside 0 to 100 %)"))
+      << eval.err;
 }
 
 }  // namespace
