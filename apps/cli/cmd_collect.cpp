@@ -1,6 +1,7 @@
 // epochcast collect: sample the GPUs through NVML into a canonical CSV trace, optionally
 // serving /metrics and running the training command whose GPUs it watches.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -40,6 +41,7 @@ struct CollectArgs {
   std::string listen;
   bool quiet = false;
   bool status = false;
+  bool force = false;
   std::vector<std::string> command;
 };
 
@@ -48,6 +50,17 @@ void run_collect(const CollectArgs& args) {
     throw Error(ErrorCode::kInvalidArgument, "collect: give -o TRACE, --listen ADDR, or both");
   if (args.interval_ms < 1) throw Error(ErrorCode::kInvalidArgument, "--interval-ms must be at least 1");
   if (args.duration_s && !(*args.duration_s > 0)) throw Error(ErrorCode::kInvalidArgument, "--duration must be > 0");
+
+  // A previous collection is not overwritten by a repeated command line: that is lost data.
+  // Empty files (mktemp), devices and FIFOs are written as before.
+  if (!args.output.empty() && args.output != "-" && !args.force) {
+    struct stat st {};
+    if (::stat(args.output.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+      throw Error(ErrorCode::kIo,
+                  fmt::format("-o {}: the file exists and holds {} bytes (a previous trace?); choose another name, or "
+                              "pass --force to overwrite it",
+                              args.output, static_cast<long long>(st.st_size)));
+  }
 
   SamplerOptions options;
   options.interval = std::chrono::milliseconds(args.interval_ms);
@@ -147,8 +160,11 @@ void run_collect(const CollectArgs& args) {
     }
   }
   if (!args.quiet)
-    std::cerr << fmt::format("epochcast collect: {}; {} rows, {} failed reads{}{}\n", schedule,
+    std::cerr << fmt::format("epochcast collect: {}; {} rows, {} failed reads{}{}{}\n", schedule,
                              writer ? writer->rows() : 0, stats.failed_reads,
+                             stats.impossible_values
+                                 ? fmt::format(", {} impossible readings left empty", stats.impossible_values)
+                                 : "",
                              g_signal ? fmt::format(", stopped by signal {}", g_signal.load()) : "",
                              writer ? "; trace in " + args.output : "");
   server.reset();
@@ -183,6 +199,7 @@ void add_collect_command(CLI::App& app) {
   auto args = std::make_shared<CollectArgs>();
   auto* cmd = app.add_subcommand("collect", "Sample the GPUs through NVML into a canonical CSV trace");
   cmd->add_option("-o,--output", args->output, "Trace file to write (canonical CSV, synced every second)");
+  cmd->add_flag("--force", args->force, "Overwrite an existing, non-empty -o file (else refused)");
   cmd->add_option("--interval-ms", args->interval_ms, "Sampling interval in milliseconds")->capture_default_str();
   cmd->add_option("--duration", args->duration_s, "Stop after this many seconds");
   cmd->add_option("--gpu", args->gpu, "GPUs to sample: all, N or N,M")->capture_default_str();

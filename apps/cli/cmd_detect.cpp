@@ -63,6 +63,10 @@ void print_table(const Trace& trace, const Segmentation& seg) {
       std::cout << fmt::format("{:>5} {:>10.2f} {:>10.2f} {:>10.2f}\n", i + 1, e.start_s, e.end_s, e.end_s - e.start_s);
     }
   }
+  if (!trace.diagnostics.warnings.empty()) {
+    std::cout << "\nwarnings:\n";
+    for (const auto& w : trace.diagnostics.warnings) std::cout << "  - " << w << "\n";
+  }
 }
 
 void write_plot(const std::string& path, const Trace& trace, const Segmentation& seg) {
@@ -107,18 +111,50 @@ void run_follow(const DetectArgs& args) {
     if (args.json) {
       auto j = to_json(seg);
       j["samples"] = detector.trace().size();
-      std::cout << j.dump() << std::endl;
+      j["warnings"] = detector.trace().diagnostics.warnings;
+      std::cout << dump_json(j) << std::endl;
     } else {
       std::cout << follow_line(detector.trace(), seg) << std::endl;
     }
+  };
+  // A file truncated or rewritten under us (`> log` when training restarts, copytruncate
+  // rotation) was read on from the old offset: the new file's bytes mid-line, ending in a
+  // misleading "wrong column count". The first bytes read and the offset tell.
+  constexpr std::size_t kHeadBytes = 4096;
+  std::string head;
+  std::uint64_t offset = 0;
+  auto check_unchanged = [&] {
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(args.path, ec);
+    std::string why;
+    if (!ec && size < offset) {
+      why = fmt::format("it shrank from {} to {} bytes", offset, size);
+    } else if (std::ifstream again(args.path, std::ios::binary); again && !head.empty()) {
+      // (A removed path is not checked: the open file is followed on, as `tail -f` does.)
+      std::string now(head.size(), '\0');
+      again.read(now.data(), static_cast<std::streamsize>(now.size()));
+      now.resize(static_cast<std::size_t>(std::max<std::streamsize>(again.gcount(), 0)));
+      if (now != head) why = "its first bytes changed";
+    }
+    if (!why.empty())
+      throw Error(ErrorCode::kIo, fmt::format("{} was truncated or rewritten while followed ({}); stopped: the lines "
+                                              "above are of its earlier contents",
+                                              args.path, why));
   };
   while (!g_interrupted) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     const auto got = in.gcount();
     if (got > 0) {
+      const bool caught_up = got < static_cast<std::streamsize>(buffer.size());
+      if (caught_up && offset > 0) check_unchanged();  // before the bytes are taken as a continuation
       last_data = std::chrono::steady_clock::now();
-      fed_rows += reader.feed(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
-      if (got == static_cast<std::streamsize>(buffer.size())) continue;  // more is waiting
+      const std::string_view bytes(buffer.data(), static_cast<std::size_t>(got));
+      if (head.size() < kHeadBytes) head += bytes.substr(0, kHeadBytes - head.size());
+      offset += static_cast<std::uint64_t>(got);
+      fed_rows += reader.feed(bytes);
+      if (!caught_up) continue;  // more is waiting
+    } else if (offset > 0) {
+      check_unchanged();
     }
     in.clear();  // EOF is not the end while following
     if (fed_rows > 0 && reader.rows() > detector.trace().size()) {
@@ -134,6 +170,11 @@ void run_follow(const DetectArgs& args) {
     throw Error(ErrorCode::kParse, fmt::format("{}: no data rows arrived while following ({} s without new data)",
                                                args.path, args.idle_timeout_s));
   if (detector.trace().size() > 0 && detector.flush()) report(detector.current());
+  // What the reader had to do (impossible values, skipped rows, clock steps), as `detect` says it.
+  if (!args.json && !detector.trace().diagnostics.warnings.empty()) {
+    std::cout << "warnings:\n";
+    for (const auto& w : detector.trace().diagnostics.warnings) std::cout << "  - " << w << "\n";
+  }
   if (!args.plot_path.empty()) write_plot(args.plot_path, detector.trace(), detector.current());
 }
 
@@ -160,7 +201,9 @@ void run(const DetectArgs& args) {
   const Segmentation seg = detect_epochs(trace, args.detect);
   if (!args.plot_path.empty()) write_plot(args.plot_path, trace, seg);
   if (args.json) {
-    std::cout << to_json(seg).dump(2) << "\n";
+    auto j = to_json(seg);
+    j["warnings"] = trace.diagnostics.warnings;  // what the reader had to do (as `info` and `predict` carry)
+    std::cout << dump_json(j, 2) << "\n";
   } else {
     print_table(trace, seg);
   }

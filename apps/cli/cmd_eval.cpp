@@ -136,9 +136,22 @@ void add_eval_command(CLI::App& app) {
         if (done == total) fmt::print(stderr, "\n");
         std::fflush(stderr);
       };
+    // What loading had to do, said on stderr (eval printed none of it: rows skipped under
+    // --lenient, statistics outside their metric's limits read as missing).
+    auto note = [](const Dataset& d) {
+      const auto& g = d.diagnostics;
+      if (g.rows_skipped)
+        fmt::print(stderr, "epochcast: note: {}: {} row(s) skipped (the first, line {}: {})\n", d.source, g.rows_skipped,
+                   g.skips.empty() ? 0 : g.skips.front().line, g.skips.empty() ? "" : g.skips.front().reason);
+      if (g.impossible_values)
+        fmt::print(stderr, "epochcast: note: {}: {} impossible value(s) read as missing; the first at {}\n", d.source,
+                   g.impossible_values, g.first_impossible);
+    };
+    note(ds);
     EvalReport r;
     if (!opt->test.empty()) {
       const Dataset test = load_dataset(opt->test, catalog, dopt);
+      note(test);
       r = evaluate_on_test(ds, test, catalog, fopt, progress);
     } else {
       r = evaluate(ds, catalog, *protocol_from_string(opt->protocol), fopt, progress);
@@ -159,7 +172,7 @@ void add_eval_command(CLI::App& app) {
       j["fit_cpu_seconds"] = r.fit_cpu_seconds;
       j["held_out"] = r.held_out;
       j["dataset"] = ds.source;
-      std::cout << j.dump(2) << "\n";
+      std::cout << dump_json(j, 2) << "\n";
       return;
     }
     print_table(r);

@@ -105,10 +105,11 @@ void add_fit_command(CLI::App& app) {
         weights[names[i]] = model.meta_weights()[i];
         unseen[names[i]] = model.meta_weights_unseen_gpu()[i];
       }
-      std::cout << nlohmann::json{{"model", opt->output},
+      std::cout << dump_json(nlohmann::json{{"model", opt->output},
                                   {"dataset", ds.source},
                                   {"rows", ds.rows.size()},
                                   {"rows_skipped", ds.diagnostics.rows_skipped},
+                                  {"impossible_values", ds.diagnostics.impossible_values},
                                   {"pairs", model.training_pairs()},
                                   {"fit_seconds", seconds},
                                   {"fit_cpu_seconds", cpu_seconds},
@@ -117,13 +118,16 @@ void add_fit_command(CLI::App& app) {
                                   {"meta_weights_unseen_gpu", unseen},
                                   {"interval_half_width_log", model.interval_half_width_log()},
                                   {"unseen_gpu_interval_half_width_log", model.unseen_gpu_interval_half_width_log()},
-                                  {"source_gpus", model.source_gpus_in_training()}}
-                       .dump(2)
+                                  {"source_gpus", model.source_gpus_in_training()}},
+                               2)
                 << "\n";
       return;
     }
     fmt::print("dataset   {} ({} rows, {} skipped)\n", ds.source, ds.rows.size(), ds.diagnostics.rows_skipped);
     for (const auto& s : ds.diagnostics.skips) fmt::print("  skipped line {}: {}\n", s.line, s.reason);
+    if (ds.diagnostics.impossible_values)
+      fmt::print("  {} impossible value(s) read as missing; the first at {}\n", ds.diagnostics.impossible_values,
+                 ds.diagnostics.first_impossible);
     fmt::print("pairs     {}\nGPUs      ", model.training_pairs());
     for (const auto& g : model.source_gpus_in_training()) fmt::print("{} ", g);
     fmt::print("\nfit       {:.2f} s, seed {}\nstack     ", seconds, opt->seed);

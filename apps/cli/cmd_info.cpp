@@ -67,6 +67,7 @@ nlohmann::json to_json(const Trace& t, const std::vector<ChannelSummary>& channe
   j["repeated_timestamps"] = d.repeated_timestamps;
   j["backward_steps"] = d.backward_steps;
   j["midnight_rollovers"] = d.midnight_rollovers;
+  j["impossible_values"] = d.impossible_values;
   j["channels"] = nlohmann::json::array();
   for (const auto& c : channels)
     j["channels"].push_back({{"tag", c.tag}, {"unit", c.unit}, {"missing", c.missing},
@@ -106,6 +107,8 @@ void print_table(const Trace& t, const std::vector<ChannelSummary>& channels, st
                           d.truncated_last_line ? " (last line cut mid-write)" : ""));
   row("time", fmt::format("{} repeated, {} backward clock steps, {} midnight roll-overs", d.repeated_timestamps,
                           d.backward_steps, d.midnight_rollovers));
+  row("impossible", fmt::format("{} value(s) outside the metric's physical limits, read as missing",
+                                d.impossible_values));
   out << "\n";
   std::size_t w = 7;
   for (const auto& c : channels) w = std::max(w, c.tag.size());
@@ -143,7 +146,7 @@ void add_info_command(CLI::App& app) {
     const Trace t = load_trace(opts->path, opts->input);
     std::vector<ChannelSummary> channels;
     for (const auto& c : t.channels) channels.push_back(summarize(c));
-    if (opts->json) std::cout << to_json(t, channels).dump(2) << "\n";
+    if (opts->json) std::cout << dump_json(to_json(t, channels), 2) << "\n";
     else print_table(t, channels, std::cout);
   });
 }

@@ -98,7 +98,7 @@ void run_predict(const PredictCliOptions& o) {
   if (batch) {
     const std::vector<BatchItem> items = service.predict_batch(paths, to_read_options(o.input), request);
     if (o.json) {
-      std::cout << to_json(items).dump(2) << "\n";
+      std::cout << dump_json(to_json(items), 2) << "\n";
     } else {
       std::cout << render_batch_table(items);
     }
@@ -115,7 +115,7 @@ void run_predict(const PredictCliOptions& o) {
     if (!o.json) std::cerr << fmt::format("epochcast: wrote {}\n", o.html);
   }
   if (o.json) {
-    std::cout << to_json(report).dump(2) << "\n";
+    std::cout << dump_json(to_json(report), 2) << "\n";
   } else {
     std::cout << render_table(report);
   }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
 
 namespace epochcast::cli {
 
@@ -15,6 +17,14 @@ inline const CLI::Validator kNotNegative(
                                                                : std::string();
     },
     "NOT NEGATIVE");
+
+// JSON text for stdout. Strings from input (file names, GPU names, quoted cells) may hold bytes
+// that are not UTF-8; nlohmann's dump() throws on them (type_error 316: `info --json` of such a
+// trace ended as an internal error, and the JSON error object itself as std::terminate). They are
+// written as U+FFFD instead.
+inline std::string dump_json(const nlohmann::json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 void add_info_command(CLI::App& app);
 void add_detect_command(CLI::App& app);

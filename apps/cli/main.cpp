@@ -24,7 +24,7 @@ bool wants_json(int argc, char** argv) {
 // One line on stderr, or one JSON error object on stdout under --json.
 int report(bool json, const char* code, const std::string& message, int status) {
   if (json) {
-    std::cout << nlohmann::json{{"error", {{"code", code}, {"message", message}}}}.dump() << "\n";
+    std::cout << epochcast::cli::dump_json(nlohmann::json{{"error", {{"code", code}, {"message", message}}}}) << "\n";
   } else {
     std::cerr << "epochcast: error: " << message << "\n";
   }

@@ -421,6 +421,15 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
     Channel& ch = trace.channel(m);
     for (std::size_t i = 0; i < values.size(); ++i) ch.values[i] = values[i];
   }
+  // A reading outside the metric's physical limits (util 250 %, negative power) is missing.
+  ImpossibleValues impossible;
+  for (Channel& ch : trace.channels)
+    for (std::size_t i = 0; i < ch.values.size(); ++i)
+      if (!plausible(ch.metric, ch.values[i])) {
+        impossible.record(ch.metric, ch.values[i], {},
+                          fmt::format("sample {} ({})", i + 1, format_iso8601_utc(first_s + trace.time_s[i])));
+        ch.values[i] = kNaN;
+      }
   // Channels in metric-table order, as the other readers give them.
   std::sort(trace.channels.begin(), trace.channels.end(),
             [](const Channel& a, const Channel& b) { return a.metric < b.metric; });
@@ -441,6 +450,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
       if (times_ms[i] - times_ms[i - 1] > 3) ++trace.diagnostics.gaps;
   }
   trace.diagnostics.warnings = std::move(warnings);
+  impossible.report(q.url, trace);
   return trace;
 }
 

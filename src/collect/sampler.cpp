@@ -68,6 +68,7 @@ struct Sampler::GpuState {
   unsigned nvml_index = 0;
   std::array<bool, kNvmlQueryCount> supported{};
   std::array<bool, kNvmlQueryCount> failure_reported{};
+  std::array<bool, kMetricCount> impossible_reported{};
   bool lost = false;
   double pcie_tx_bps = kNaN;  // latest from the PCIe thread (guarded by pcie_mutex_)
   double pcie_rx_bps = kNaN;
@@ -296,6 +297,20 @@ void Sampler::run(const SamplerHooks& hooks) {
       if (host) {
         sample.values[idx(Metric::kHostCpuUtil)] = host_values[idx(Metric::kHostCpuUtil)];
         sample.values[idx(Metric::kHostMemUsed)] = host_values[idx(Metric::kHostMemUsed)];
+      }
+      // A reading outside the metric's physical limits (util 250 %, negative power) is missing,
+      // as every trace reader has it: said once per GPU and metric, then counted.
+      for (std::size_t k = 0; k < kMetricCount; ++k) {
+        const auto m = static_cast<Metric>(k);
+        const double v = sample.values[k];
+        if (plausible(m, v)) continue;
+        ++stats_.impossible_values;
+        sample.values[k] = kNaN;
+        if (!s.impossible_reported[k]) {
+          s.impossible_reported[k] = true;
+          message(fmt::format("GPU {}: impossible {} reading {:g} ({}) at tick {}; cell left empty (further ones counted)",
+                              s.nvml_index, info(m).tag, v, describe_limits(m), sequence));
+        }
       }
       samples.push_back(sample);
     }

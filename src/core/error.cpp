@@ -66,6 +66,8 @@ std::string one_line(const std::string& s) {
 
 SourceLocation clean(SourceLocation where) {
   where.field = one_line(where.field);
+  // The file name too: `info $'a\e[31m.csv'` wrote the escape sequence to the terminal.
+  where.file = one_line(where.file);
   return where;
 }
 

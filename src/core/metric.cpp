@@ -1,6 +1,10 @@
 #include "epochcast/core/metric.hpp"
 
 #include <array>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
 
 #include "epochcast/core/error.hpp"
 
@@ -8,32 +12,37 @@ namespace epochcast {
 namespace {
 
 using M = Metric;
+// Physical limits (canonical units) of a reading: outside them a value is impossible (util 250 %,
+// negative power) and readers store it as missing. Generous on purpose: power above TDP during
+// boosts, 100+ °C, GDDR7 memory clocks, 288 GB cards and hosts with terabytes of memory pass.
+constexpr double kMiBCap = 1 << 30;  // 1 PiB in MiB
+constexpr double kInf = std::numeric_limits<double>::infinity();
 // clang-format off
 constexpr std::array<MetricInfo, kMetricCount> kTable{{
   // id                  tag                       unit     nvidia-smi field                 dmon     dcgm  exporter name                           NVML call                                  dataset prefix               host
-  {M::kGpuUtil,          "gpu_util_pct",          "%",     "utilization.gpu",               "GPUTL", 203,  "DCGM_FI_DEV_GPU_UTIL",                  "nvmlDeviceGetUtilizationRates",           "utilization_gpu",           false},
-  {M::kMemUtil,          "mem_util_pct",          "%",     "utilization.memory",            "MCUTL", 204,  "DCGM_FI_DEV_MEM_COPY_UTIL",             "nvmlDeviceGetUtilizationRates",           "utilization_memory",        false},
-  {M::kPower,            "power_w",               "W",     "power.draw",                    "POWER", 155,  "DCGM_FI_DEV_POWER_USAGE",               "nvmlDeviceGetPowerUsage",                 "power_drawW",               false},
-  {M::kSmClock,          "sm_clock_mhz",          "MHz",   "clocks.current.sm",             "SMCLK", 100,  "DCGM_FI_DEV_SM_CLOCK",                  "nvmlDeviceGetClockInfo",                  "clocks_current_smMHz",      false},
-  {M::kGraphicsClock,    "graphics_clock_mhz",    "MHz",   "clocks.current.graphics",       "",      0,    "",                                      "nvmlDeviceGetClockInfo",                  "clocks_current_graphicsMHz",false},
-  {M::kMemClock,         "mem_clock_mhz",         "MHz",   "clocks.current.memory",         "MMCLK", 101,  "DCGM_FI_DEV_MEM_CLOCK",                 "nvmlDeviceGetClockInfo",                  "clocks_current_memoryMHz",  false},
-  {M::kMemUsed,          "mem_used_mib",          "MiB",   "memory.used",                   "FBUSD", 252,  "DCGM_FI_DEV_FB_USED",                   "nvmlDeviceGetMemoryInfo",                 "memory_usedMiB",            false},
-  {M::kMemFree,          "mem_free_mib",          "MiB",   "memory.free",                   "FBFRE", 251,  "DCGM_FI_DEV_FB_FREE",                   "nvmlDeviceGetMemoryInfo",                 "memory_freeMiB",            false},
-  {M::kMemTotal,         "mem_total_mib",         "MiB",   "memory.total",                  "FBTTL", 250,  "DCGM_FI_DEV_FB_TOTAL",                  "nvmlDeviceGetMemoryInfo",                 "memory_totalMiB",           false},
-  {M::kTemperature,      "temperature_c",         "C",     "temperature.gpu",               "TMPTR", 150,  "DCGM_FI_DEV_GPU_TEMP",                  "nvmlDeviceGetTemperature",                "temperature_gpu",           false},
-  {M::kEnergy,           "energy_mj",             "mJ",    "",                              "TOTEC", 156,  "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",  "nvmlDeviceGetTotalEnergyConsumption",     "",                          false},
-  {M::kClockEventReasons,"clock_event_reasons",   "",      "clocks_event_reasons.active",   "",      112,  "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",    "nvmlDeviceGetCurrentClocksEventReasons",  "",                          false},
-  {M::kPstate,           "pstate",                "",      "pstate",                        "",      190,  "DCGM_FI_DEV_PSTATE",                    "nvmlDeviceGetPerformanceState",           "",                          false},
-  {M::kPcieLinkGen,      "pcie_link_gen",         "",      "pcie.link.gen.current",         "",      235,  "DCGM_FI_DEV_PCIE_LINK_GEN",             "nvmlDeviceGetCurrPcieLinkGeneration",     "",                          false},
-  {M::kPcieTx,           "pcie_tx_bps",           "B/s",   "",                              "PCITX", 1009, "DCGM_FI_PROF_PCIE_TX_BYTES",            "nvmlDeviceGetPcieThroughput",             "",                          false},
-  {M::kPcieRx,           "pcie_rx_bps",           "B/s",   "",                              "PCIRX", 1010, "DCGM_FI_PROF_PCIE_RX_BYTES",            "nvmlDeviceGetPcieThroughput",             "",                          false},
-  {M::kGrEngineActive,   "gr_engine_active_ratio","ratio", "",                              "GRACT", 1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE",         "",                                        "",                          false},
-  {M::kSmActive,         "sm_active_ratio",       "ratio", "",                              "SMACT", 1002, "DCGM_FI_PROF_SM_ACTIVE",                "",                                        "",                          false},
-  {M::kSmOccupancy,      "sm_occupancy_ratio",    "ratio", "",                              "SMOCC", 1003, "DCGM_FI_PROF_SM_OCCUPANCY",             "",                                        "",                          false},
-  {M::kTensorActive,     "tensor_active_ratio",   "ratio", "",                              "TENSO", 1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",       "",                                        "",                          false},
-  {M::kDramActive,       "dram_active_ratio",     "ratio", "",                              "DRAMA", 1005, "DCGM_FI_PROF_DRAM_ACTIVE",              "",                                        "",                          false},
-  {M::kHostCpuUtil,      "host_cpu_util_pct",     "%",     "",                              "",      0,    "",                                      "",                                        "",                          true},
-  {M::kHostMemUsed,      "host_mem_used_mib",     "MiB",   "",                              "",      0,    "",                                      "",                                        "",                          true},
+  {M::kGpuUtil,          "gpu_util_pct",          "%",     "utilization.gpu",               "GPUTL", 203,  "DCGM_FI_DEV_GPU_UTIL",                  "nvmlDeviceGetUtilizationRates",           "utilization_gpu",           false, 0,   100},
+  {M::kMemUtil,          "mem_util_pct",          "%",     "utilization.memory",            "MCUTL", 204,  "DCGM_FI_DEV_MEM_COPY_UTIL",             "nvmlDeviceGetUtilizationRates",           "utilization_memory",        false, 0,   100},
+  {M::kPower,            "power_w",               "W",     "power.draw",                    "POWER", 155,  "DCGM_FI_DEV_POWER_USAGE",               "nvmlDeviceGetPowerUsage",                 "power_drawW",               false, 0,   5e3},
+  {M::kSmClock,          "sm_clock_mhz",          "MHz",   "clocks.current.sm",             "SMCLK", 100,  "DCGM_FI_DEV_SM_CLOCK",                  "nvmlDeviceGetClockInfo",                  "clocks_current_smMHz",      false, 0,   1e5},
+  {M::kGraphicsClock,    "graphics_clock_mhz",    "MHz",   "clocks.current.graphics",       "",      0,    "",                                      "nvmlDeviceGetClockInfo",                  "clocks_current_graphicsMHz",false, 0,   1e5},
+  {M::kMemClock,         "mem_clock_mhz",         "MHz",   "clocks.current.memory",         "MMCLK", 101,  "DCGM_FI_DEV_MEM_CLOCK",                 "nvmlDeviceGetClockInfo",                  "clocks_current_memoryMHz",  false, 0,   1e5},
+  {M::kMemUsed,          "mem_used_mib",          "MiB",   "memory.used",                   "FBUSD", 252,  "DCGM_FI_DEV_FB_USED",                   "nvmlDeviceGetMemoryInfo",                 "memory_usedMiB",            false, 0,   kMiBCap},
+  {M::kMemFree,          "mem_free_mib",          "MiB",   "memory.free",                   "FBFRE", 251,  "DCGM_FI_DEV_FB_FREE",                   "nvmlDeviceGetMemoryInfo",                 "memory_freeMiB",            false, 0,   kMiBCap},
+  {M::kMemTotal,         "mem_total_mib",         "MiB",   "memory.total",                  "FBTTL", 250,  "DCGM_FI_DEV_FB_TOTAL",                  "nvmlDeviceGetMemoryInfo",                 "memory_totalMiB",           false, 0,   kMiBCap},
+  {M::kTemperature,      "temperature_c",         "C",     "temperature.gpu",               "TMPTR", 150,  "DCGM_FI_DEV_GPU_TEMP",                  "nvmlDeviceGetTemperature",                "temperature_gpu",           false, 0,   250},
+  {M::kEnergy,           "energy_mj",             "mJ",    "",                              "TOTEC", 156,  "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",  "nvmlDeviceGetTotalEnergyConsumption",     "",                          false, 0,   kInf},
+  {M::kClockEventReasons,"clock_event_reasons",   "",      "clocks_event_reasons.active",   "",      112,  "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",    "nvmlDeviceGetCurrentClocksEventReasons",  "",                          false, 0,   0x1p64},
+  {M::kPstate,           "pstate",                "",      "pstate",                        "",      190,  "DCGM_FI_DEV_PSTATE",                    "nvmlDeviceGetPerformanceState",           "",                          false, 0,   32},
+  {M::kPcieLinkGen,      "pcie_link_gen",         "",      "pcie.link.gen.current",         "",      235,  "DCGM_FI_DEV_PCIE_LINK_GEN",             "nvmlDeviceGetCurrPcieLinkGeneration",     "",                          false, 0,   32},
+  {M::kPcieTx,           "pcie_tx_bps",           "B/s",   "",                              "PCITX", 1009, "DCGM_FI_PROF_PCIE_TX_BYTES",            "nvmlDeviceGetPcieThroughput",             "",                          false, 0,   1e13},
+  {M::kPcieRx,           "pcie_rx_bps",           "B/s",   "",                              "PCIRX", 1010, "DCGM_FI_PROF_PCIE_RX_BYTES",            "nvmlDeviceGetPcieThroughput",             "",                          false, 0,   1e13},
+  {M::kGrEngineActive,   "gr_engine_active_ratio","ratio", "",                              "GRACT", 1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE",         "",                                        "",                          false, 0,   1},
+  {M::kSmActive,         "sm_active_ratio",       "ratio", "",                              "SMACT", 1002, "DCGM_FI_PROF_SM_ACTIVE",                "",                                        "",                          false, 0,   1},
+  {M::kSmOccupancy,      "sm_occupancy_ratio",    "ratio", "",                              "SMOCC", 1003, "DCGM_FI_PROF_SM_OCCUPANCY",             "",                                        "",                          false, 0,   1},
+  {M::kTensorActive,     "tensor_active_ratio",   "ratio", "",                              "TENSO", 1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",       "",                                        "",                          false, 0,   1},
+  {M::kDramActive,       "dram_active_ratio",     "ratio", "",                              "DRAMA", 1005, "DCGM_FI_PROF_DRAM_ACTIVE",              "",                                        "",                          false, 0,   1},
+  {M::kHostCpuUtil,      "host_cpu_util_pct",     "%",     "",                              "",      0,    "",                                      "",                                        "",                          true, 0,   100},
+  {M::kHostMemUsed,      "host_mem_used_mib",     "MiB",   "",                              "",      0,    "",                                      "",                                        "",                          true, 0,   kMiBCap},
 }};
 // clang-format on
 
@@ -59,6 +68,19 @@ const MetricInfo& info(Metric m) {
   const auto i = static_cast<std::size_t>(m);
   if (i >= kTable.size()) throw Error(ErrorCode::kInternal, "metric id out of range");
   return kTable[i];
+}
+
+bool plausible(Metric m, double v) {
+  if (std::isnan(v)) return true;  // missing, not impossible
+  const MetricInfo& row = info(m);
+  return v >= row.min_value && v <= row.max_value;
+}
+
+std::string describe_limits(Metric m) {
+  const MetricInfo& row = info(m);
+  const std::string unit = row.unit.empty() ? "" : " " + std::string(row.unit);
+  if (std::isinf(row.max_value)) return fmt::format("below {:g}{}", row.min_value, unit);
+  return fmt::format("outside {:g} to {:g}{}", row.min_value, row.max_value, unit);
 }
 
 std::optional<Metric> metric_by_tag(std::string_view tag) {

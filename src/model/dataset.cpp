@@ -1,5 +1,7 @@
 #include "epochcast/model/dataset.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -49,6 +51,16 @@ bool read_line(std::istream& in, std::string& line, const std::string& name, std
       return !line.empty();
     }
     if (c == '\n') return true;
+    // A CR not before a newline: a file with classic Mac OS line ends was read as one header
+    // line ("duplicate column name"). A zero byte is no CSV text (other control bytes are
+    // left to the cells: a row naming GPU "p\x1b[31m" is skipped under --lenient).
+    if (c == '\r' && sb->sgetc() != '\n' && sb->sgetc() != std::char_traits<char>::eof())
+      throw Error(ErrorCode::kParse,
+                  "a carriage return inside a line: CR-only line ends (classic Mac OS)? convert with tr '\\r' '\\n'",
+                  {name, line_no, static_cast<std::uint32_t>(line.size() + 1), "(line)"});
+    if (c == 0)
+      throw Error(ErrorCode::kParse, fmt::format("binary data (byte 0x{:02x}); not a dataset CSV", c),
+                  {name, line_no, static_cast<std::uint32_t>(line.size() + 1), "(line)"});
     if (line.size() >= kMaxLineBytes)
       throw Error(ErrorCode::kParse, "line longer than 1 MiB: not a dataset CSV", {name, line_no, 0, ""});
     line.push_back(static_cast<char>(c));
@@ -192,6 +204,20 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
         if (t.empty() || t == "[N/A]" || t == "[Not Supported]") continue;  // missing: NaN
         if (!csv::parse_double(t, v))
           throw fail("expected a number, got '" + k.text + "'", k.column, feature_names()[f]);
+        // A statistic outside its metric's physical limits (utilisation mean 250 %, a std wider
+        // than the range) is missing, as in every trace reader: 1e300 ended the fit in XGBoost
+        // ("Input data contains inf", exit 70).
+        if (!std::isnan(v)) {
+          const MetricInfo& mi = info(feature_metrics()[f / kStatCount]);
+          const bool is_std = static_cast<Stat>(f % kStatCount) == Stat::kStd;
+          const double lo = is_std ? 0.0 : mi.min_value, hi = is_std ? mi.max_value - mi.min_value : mi.max_value;
+          if (!(v >= lo && v <= hi)) {
+            if (ds.diagnostics.impossible_values++ == 0)
+              ds.diagnostics.first_impossible = fmt::format("line {}, field '{}': '{}' ({})", line_no, feature_names()[f],
+                                                            csv::trim(k.text).substr(0, 64), describe_limits(mi.id));
+            continue;  // NaN
+          }
+        }
         row.features.values[f] = v;
       }
       auto [it, inserted] = seen.emplace(std::make_pair(row.gpu_id, row.workload), line_no);

@@ -298,27 +298,89 @@ std::string render_table(const PredictReport& r) {
   return out;
 }
 
-std::string render_batch_table(const std::vector<BatchItem>& batch) {
+namespace {
+
+// Columns a string takes on a terminal: UTF-8 continuation bytes take none.
+std::size_t display_width(std::string_view s) {
+  std::size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+// A file name as a table cell: control bytes (a newline or an escape sequence in a name would
+// break the table or drive the terminal) written \xNN.
+std::string name_cell(std::string_view name) {
   std::string out;
-  out += fmt::format("{:<44} {:<6} {:>9} {:>5}  {:<16} {:<28} {:>10} {:>4}\n", "trace", "source", "epoch",
-                     "conf", "fastest", "cheapest per epoch", "$/epoch", "warn");
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+std::string pad_right(const std::string& s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  return w >= width ? s : s + std::string(width - w, ' ');
+}
+std::string pad_left(const std::string& s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  return w >= width ? s : std::string(width - w, ' ') + s;
+}
+
+}  // namespace
+
+std::string render_batch_table(const std::vector<BatchItem>& batch) {
+  // Cells first, then every column as wide as its widest cell (names were cut at 44 bytes,
+  // mid-character for UTF-8, and long epochs or instance names pushed the columns right).
+  struct Row {
+    std::string name, source, epoch, conf, fastest, cheapest, usd, warn, error;
+  };
+  std::vector<Row> rows;
   for (const auto& item : batch) {
-    std::string name = item.trace;
-    if (const auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
-    if (name.size() > 44) name = "…" + name.substr(name.size() - 43);
+    Row row;
+    row.name = item.trace;
+    if (const auto slash = row.name.find_last_of('/'); slash != std::string::npos) row.name = row.name.substr(slash + 1);
+    row.name = name_cell(row.name);
     if (!item.report) {
-      out += fmt::format("{:<44} error: {}\n", name, item.error);
+      row.error = "error: " + item.error;
+      rows.push_back(std::move(row));
       continue;
     }
     const PredictReport& r = *item.report;
     const BatchSummary s = summarize(r);
-    out += fmt::format(
-        "{:<44} {:<6} {:>9} {:>5.2f}  {:<16} {:<28} {:>10} {:>4}\n", name, r.source.gpu,
-        r.source.measured_epoch_s > 0 ? format_duration(r.source.measured_epoch_s) : "none", r.source.detected.confidence,
-        s.fastest ? fmt::format("{} {}", s.fastest->gpu, format_duration(s.fastest->epoch_s)) : "-",
-        s.cheapest ? fmt::format("{} {}", s.cheapest_gpu->gpu, s.cheapest->instance) : "-",
-        s.cheapest ? format_usd(s.cheapest->usd_per_epoch) : "-", r.warnings.size());
+    row.source = r.source.gpu;
+    row.epoch = r.source.measured_epoch_s > 0 ? format_duration(r.source.measured_epoch_s) : "none";
+    row.conf = fmt::format("{:.2f}", r.source.detected.confidence);
+    row.fastest = s.fastest ? fmt::format("{} {}", s.fastest->gpu, format_duration(s.fastest->epoch_s)) : "-";
+    row.cheapest = s.cheapest ? fmt::format("{} {}", s.cheapest_gpu->gpu, s.cheapest->instance) : "-";
+    row.usd = s.cheapest ? format_usd(s.cheapest->usd_per_epoch) : "-";
+    row.warn = std::to_string(r.warnings.size());
+    rows.push_back(std::move(row));
   }
+  const Row header{"trace", "source", "epoch", "conf", "fastest", "cheapest per epoch", "$/epoch", "warn", ""};
+  // The widths the table had: unchanged for short names and values.
+  std::size_t w_name = 44, w_source = 6, w_epoch = 9, w_conf = 5, w_fastest = 16, w_cheapest = 28, w_usd = 10,
+              w_warn = 4;
+  for (const Row& row : rows) {
+    w_name = std::max(w_name, display_width(row.name));
+    if (!row.error.empty()) continue;
+    w_source = std::max(w_source, display_width(row.source));
+    w_epoch = std::max(w_epoch, display_width(row.epoch));
+    w_conf = std::max(w_conf, display_width(row.conf));
+    w_fastest = std::max(w_fastest, display_width(row.fastest));
+    w_cheapest = std::max(w_cheapest, display_width(row.cheapest));
+    w_usd = std::max(w_usd, display_width(row.usd));
+    w_warn = std::max(w_warn, display_width(row.warn));
+  }
+  auto line = [&](const Row& row) {
+    if (!row.error.empty()) return pad_right(row.name, w_name) + " " + row.error + "\n";
+    return pad_right(row.name, w_name) + " " + pad_right(row.source, w_source) + " " + pad_left(row.epoch, w_epoch) +
+           " " + pad_left(row.conf, w_conf) + "  " + pad_right(row.fastest, w_fastest) + " " +
+           pad_right(row.cheapest, w_cheapest) + " " + pad_left(row.usd, w_usd) + " " + pad_left(row.warn, w_warn) +
+           "\n";
+  };
+  std::string out = line(header);
+  for (const Row& row : rows) out += line(row);
   return out;
 }
 

@@ -148,10 +148,11 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const Segmentation& seg = report.source.detected;
 
   // The epoch time on the source and the window the features are computed over.
-  // 0 means "not given"; anything else must be a plausible epoch (up to ~4 months).
-  if (request.source_epoch_s < 0 || !std::isfinite(request.source_epoch_s) || request.source_epoch_s > 1e7)
+  // 0 means "not given"; anything else must be a plausible epoch (1 ms to ~4 months: 1e-300 s
+  // was taken, and predicted 1.3e-300 s on an H100).
+  if (!(request.source_epoch_s == 0 || (request.source_epoch_s >= 1e-3 && request.source_epoch_s <= 1e7)))
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--epoch-s must be a positive number of seconds up to 1e7, got {}", request.source_epoch_s));
+                fmt::format("--epoch-s must be a number of seconds from 0.001 to 1e7, got {}", request.source_epoch_s));
   double source_epoch_s = 0;
   if (seg.found && !seg.epochs.empty()) {
     source_epoch_s = seg.period_s;
@@ -304,6 +305,9 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& path
   for (const auto& path : paths) {
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    // A symlink loop said "does not exist"; the reason is the system's.
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw Error(ErrorCode::kIo, fmt::format("cannot read '{}': {}", path, ec.message()));
     if (ec || !std::filesystem::exists(status))
       throw Error(ErrorCode::kIo, fmt::format("'{}' does not exist", path));
     if (!std::filesystem::is_directory(status)) {
@@ -311,8 +315,16 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& path
       continue;
     }
     std::vector<std::string> found;
-    for (const auto& entry : std::filesystem::directory_iterator(path, ec))
-      if (entry.is_regular_file() && looks_like_metric_log(entry.path())) found.push_back(entry.path().string());
+    // A log-named entry that cannot be stat'ed (a symlink loop, a dangling link) is kept: its row
+    // then says why it was not read. (A loop threw filesystem_error: exit 70; a dangling link
+    // was skipped without a word.)
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      if (!looks_like_metric_log(entry.path())) continue;
+      std::error_code status_ec, link_ec, exists_ec;
+      const bool regular = entry.is_regular_file(status_ec);
+      const bool broken_link = entry.is_symlink(link_ec) && (status_ec || !entry.exists(exists_ec));
+      if (regular || broken_link) found.push_back(entry.path().string());
+    }
     if (ec) throw Error(ErrorCode::kIo, fmt::format("cannot list folder '{}': {}", path, ec.message()));
     std::sort(found.begin(), found.end());
     if (found.empty()) throw Error(ErrorCode::kNotFound, fmt::format("folder '{}' holds no metric logs", path));

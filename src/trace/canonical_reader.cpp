@@ -113,6 +113,7 @@ void TraceParser::canonical_header(std::string_view text) {
     fail(1, "(header)", "the host CSV names no host metric (cpu_util_pct, mem_used_mib)");
   if (metrics_.empty()) fail(1, "(header)", "the CSV header names no metric tag epochcast reads");
   row_.assign(metrics_.size(), kNaN);
+  set_column_limits();
   header_done_ = true;
 }
 
@@ -153,7 +154,7 @@ void TraceParser::canonical_row(std::string_view text) {
         } else if (!detail::parse_double(f, v) || !std::isfinite(v)) {
           fail_at(text, fields_[i], col.name, fmt::format("not a number: '{}'", printable(f)));
         }
-        row_[static_cast<std::size_t>(col.slot)] = v;
+        row_[static_cast<std::size_t>(col.slot)] = checked(col, v);
         break;
       }
       case ColumnKind::kIgnored: break;

@@ -83,6 +83,7 @@ void TraceParser::dmon_header(std::string_view text) {
     warn_once(fmt::format("ignored dcgmi columns epochcast has no metric for: {}", detail::name_list(ignored)));
   if (metrics_.empty()) fail(1, "(header)", "the #Entity header names no metric epochcast reads");
   row_.assign(metrics_.size(), kNaN);
+  set_column_limits();
   header_done_ = true;
 }
 
@@ -171,6 +172,7 @@ void TraceParser::dmon_row(std::string_view text) {
   }
   double stamp = prefix_stamp;
   std::string_view stamp_text = prefix_text;
+  row_field_offset_ = first + 2;  // fields_[column + this] is the column's text
   for (std::size_t i = 0; i < n; ++i) {
     Column& col = columns_[i];
     const std::string_view f = fields_[first + 2 + i];
@@ -191,7 +193,7 @@ void TraceParser::dmon_row(std::string_view text) {
     } else {
       v = converted(v, col.header_factor, col, text, f, f);
     }
-    row_[static_cast<std::size_t>(col.slot)] = v;
+    row_[static_cast<std::size_t>(col.slot)] = checked(col, v);
   }
   const bool timestamped = first > 0 || std::any_of(columns_.begin(), columns_.end(), [](const Column& c) {
                              return c.kind == ColumnKind::kTimestamp;

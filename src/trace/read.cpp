@@ -208,6 +208,7 @@ void merge_host_trace(Trace& gpu, const Trace& host) {
   }
   for (const auto& w : host.diagnostics.warnings)
     gpu.diagnostics.warnings.push_back(fmt::format("host CSV: {}", w));
+  gpu.diagnostics.impossible_values += host.diagnostics.impossible_values;
 }
 
 // ---------------------------------------------------------------------------------------------

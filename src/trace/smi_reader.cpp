@@ -104,6 +104,7 @@ void TraceParser::smi_header(std::string_view text, bool from_fields) {
     warn_once(fmt::format("no timestamp column: samples assumed {} s apart",
                           options_.interval_s.value_or(1.0)));
   row_.assign(metrics_.size(), kNaN);
+  set_column_limits();
   header_done_ = true;
 }
 
@@ -198,7 +199,7 @@ void TraceParser::smi_row(std::string_view text) {
       case ColumnKind::kName: name = trim(f); break;
       case ColumnKind::kUuid: uuid = trim(f); break;
       case ColumnKind::kMetric:
-        row_[static_cast<std::size_t>(col.slot)] = smi_value(col, f, text);
+        row_[static_cast<std::size_t>(col.slot)] = checked(col, smi_value(col, f, text));
         break;
       case ColumnKind::kIgnored: break;
     }

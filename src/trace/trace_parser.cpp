@@ -119,9 +119,14 @@ void TraceParser::line(std::string_view text, bool terminated) {
     // PowerShell 5's `>` writes UTF-16: say so, not only "binary data (byte 0x00)".
     if (line_no_ == 1 && looks_like_utf16(text))
       fail(1, "(line)", "UTF-16 text (as PowerShell's > writes it); convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8");
-    if (const std::size_t bad = find_control_byte(text); bad != std::string_view::npos)
+    if (const std::size_t bad = find_control_byte(text); bad != std::string_view::npos) {
+      // Was "binary data (byte 0x0d)" for a whole log written with classic Mac OS line ends.
+      if (text[bad] == '\r')
+        fail(bad + 1, "(line)",
+             "a carriage return inside a line: CR-only line ends (classic Mac OS)? convert with tr '\\r' '\\n'");
       fail(bad + 1, "(line)",
            fmt::format("binary data (byte 0x{:02x}); not a text trace", static_cast<unsigned char>(text[bad])));
+    }
     if (format_ == TraceFormat::kAuto) {
       pending_.emplace_back(line_no_, std::string(text));
       const std::string_view t = trim(text);
@@ -255,6 +260,15 @@ int TraceParser::add_metric_slot(Metric m, std::string_view column_name) {
   return static_cast<int>(metrics_.size() - 1);
 }
 
+void TraceParser::set_column_limits() {
+  for (auto& c : columns_)
+    if (c.kind == ColumnKind::kMetric && c.slot >= 0) {
+      const MetricInfo& mi = info(metrics_[static_cast<std::size_t>(c.slot)]);
+      c.min_value = mi.min_value;
+      c.max_value = mi.max_value;
+    }
+}
+
 double TraceParser::parse_stamp(std::string_view text, std::string_view field, std::string_view line) {
   const std::string_view t = trim(text);
   std::int64_t whole = 0;
@@ -309,6 +323,22 @@ void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_v
   GpuRows& r = gpus_[g];
   if (r.id.name.empty() && !name.empty()) r.id.name = std::string(name);
   if (r.id.uuid.empty() && !uuid.empty()) r.id.uuid = std::string(uuid);
+  // A reading outside the metric's physical limits (util 250 %, negative power) is missing;
+  // checked() marked the row as its values were parsed.
+  if (impossible_in_row_) {
+    impossible_in_row_ = false;
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      const Column& col = columns_[c];
+      if (col.kind != ColumnKind::kMetric || col.slot < 0) continue;
+      double& v = row_[static_cast<std::size_t>(col.slot)];
+      if (!(v < col.min_value || v > col.max_value)) continue;
+      const std::string_view text = c + row_field_offset_ < fields_.size() ? trim(fields_[c + row_field_offset_])
+                                                                          : std::string_view{};
+      r.impossible.record(metrics_[static_cast<std::size_t>(col.slot)], v, text,
+                          fmt::format("line {}, field '{}'", line_no_, printable(col.name)));
+      v = kNaN;
+    }
+  }
   ++r.ticks;
   ++rows_accepted_;
   ++diag_.rows_read;
@@ -493,8 +523,10 @@ Trace TraceParser::build_impl(bool steal) const {
   std::size_t missing = 0;
   for (const auto& c : t.channels)
     for (double v : c.values) missing += std::isnan(v);
+  missing -= std::min<std::size_t>(missing, g.impossible.total());  // said below, with their place
   if (missing)
     d.warnings.push_back(fmt::format("{} missing value(s) ([N/A], [Not Supported], N/A or empty) read as NaN", missing));
+  g.impossible.report(file_, t);
   return t;
 }
 

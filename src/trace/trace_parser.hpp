@@ -47,6 +47,7 @@ class TraceParser {
     std::string last_value_unit;  // cache: last unit seen in a value and its factor
     double last_value_factor = 1;
     std::uint32_t start = 0;   // dcgmi: byte offset of the column in the header line
+    double min_value = 0, max_value = 0;  // kMetric: the metric's physical limits (metric table)
   };
   struct GpuRows {
     GpuIdentity id;
@@ -56,6 +57,7 @@ class TraceParser {
     std::uint64_t ticks = 0;                  // rows seen (stored or not)
     double busy_sum = 0;                      // sum of utilization (or power) for "busiest"
     std::uint64_t busy_n = 0;
+    ImpossibleValues impossible;              // readings outside the metric's limits (stored NaN)
   };
 
   // `steal`: move the column stores into the Trace (finish() only; the parser is spent after).
@@ -86,6 +88,14 @@ class TraceParser {
   void canonical_row(std::string_view text);
 
   int add_metric_slot(Metric m, std::string_view column_name);
+  // A parsed value on its way into row_: "-0" becomes 0, and one outside the metric's physical
+  // limits marks the row for commit_row (NaN compares false: missing already).
+  double checked(const Column& col, double v) {
+    v += 0.0;
+    impossible_in_row_ |= (v < col.min_value) | (v > col.max_value);
+    return v;
+  }
+  void set_column_limits();
   void split_csv(std::string_view text, bool quotes);
   double parse_stamp(std::string_view text, std::string_view field, std::string_view line);
   void commit_row(int gpu_index, std::string_view name, std::string_view uuid, double stamp_s,
@@ -104,6 +114,8 @@ class TraceParser {
   mutable std::vector<GpuRows> gpus_;  // mutable: finish() moves the stores out
   std::size_t last_gpu_ = 0;
   std::vector<double> row_;                 // parsed values of the current row, per slot
+  std::size_t row_field_offset_ = 0;        // fields_[column + this]: the column's text (dmon: after "GPU N")
+  bool impossible_in_row_ = false;          // a value of the current row is outside its limits
   std::vector<std::string_view> fields_;    // split fields of the current line
   std::string header_text_;                 // to recognise a repeated header
   std::string units_text_;

@@ -10,6 +10,8 @@
 //                                        NOT_SUPPORTED; metrics the trace lacks are too
 //   EPOCHCAST_FAKE_NVML_LOST_AFTER_S=S   every device call returns GPU_IS_LOST S wall seconds
 //                                        after nvmlInit (EPOCHCAST_FAKE_NVML_LOST_GPU=I: only GPU I)
+//   EPOCHCAST_FAKE_NVML_VALUE=T=V,…     metric T (canonical tag and unit) always answers V: an
+//                                        impossible reading (gpu_util_pct=250) for the range check
 //   EPOCHCAST_FAKE_NVML_SLOW_MS=MS       every device query sleeps MS first
 //   EPOCHCAST_FAKE_NVML_PCIE_MS=MS       nvmlDeviceGetPcieThroughput blocks MS (default 20, as
 //                                        the driver does); answers EPOCHCAST_FAKE_NVML_PCIE_KBPS
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -62,6 +65,7 @@ struct FakeState {
   int slow_ms = 0;
   int pcie_ms = 20;
   double pcie_kbps = -1;
+  std::map<Metric, double> fixed;           // EPOCHCAST_FAKE_NVML_VALUE: answered instead of the replay
   Clock::time_point start;
   std::string start_file;                   // replay held until it exists
   std::atomic<bool> replaying{true};
@@ -111,6 +115,19 @@ nvmlReturn_t load_state() {
       const std::string tag = list.substr(begin, end - begin);
       if (auto m = epochcast::metric_by_tag(tag)) state->not_supported.insert(*m);
       else if (!tag.empty()) std::fprintf(stderr, "libnvml_fake: unknown metric tag '%s'\n", tag.c_str());
+      begin = end + 1;
+    }
+  }
+  if (const char* v = env("EPOCHCAST_FAKE_NVML_VALUE")) {
+    std::string list = v;
+    std::size_t begin = 0;
+    while (begin < list.size()) {
+      const std::size_t end = std::min(list.find(',', begin), list.size());
+      const std::string item = list.substr(begin, end - begin);
+      const std::size_t eq = item.find('=');
+      const auto m = eq == std::string::npos ? std::nullopt : epochcast::metric_by_tag(item.substr(0, eq));
+      if (m) state->fixed[*m] = std::atof(item.c_str() + eq + 1);
+      else std::fprintf(stderr, "libnvml_fake: EPOCHCAST_FAKE_NVML_VALUE: not TAG=VALUE: '%s'\n", item.c_str());
       begin = end + 1;
     }
   }
@@ -184,6 +201,10 @@ nvmlReturn_t enter(nvmlDevice_t device, const FakeDevice** out) {
 // The current value of one metric, or the NVML code a driver would give.
 nvmlReturn_t value_of(Metric m, double* out) {
   if (g_state->not_supported.count(m)) return nv::kErrorNotSupported;
+  if (auto it = g_state->fixed.find(m); it != g_state->fixed.end()) {
+    *out = it->second;
+    return nv::kSuccess;
+  }
   const std::size_t i = current_sample();
   if (m == Metric::kEnergy && !g_state->energy_mj.empty()) {
     *out = g_state->energy_mj[i];

@@ -71,8 +71,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ok = true;
   });
   if (!ok) return 0;
-  for (const Channel& c : t.channels)
+  for (const Channel& c : t.channels) {
     if (c.values.size() != t.size()) fuzz::finding("channel length", std::string(info(c.metric).tag));
+    // Impossible readings (outside the metric table's limits) are stored as NaN, as in the files.
+    for (double v : c.values)
+      if (!plausible(c.metric, v)) fuzz::finding("impossible value kept", std::string(info(c.metric).tag));
+  }
   fuzz::run_checked("", false, [&] { (void)detect_epochs(t); });
   return 0;
 }

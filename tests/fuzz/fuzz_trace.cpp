@@ -14,12 +14,21 @@ using namespace epochcast;
 namespace {
 
 // What a reader promises (docs/trace-formats.md): equal lengths, monotone finite time, and
-// values finite or NaN (an infinite reading is an error, not a value).
+// values finite or NaN (an infinite reading is an error, not a value) and within the metric's
+// physical limits (an impossible reading is missing, counted and warned).
 void check_trace(const Trace& t) {
   for (const Channel& c : t.channels) {
     if (c.values.size() != t.size()) fuzz::finding("channel length", std::string(info(c.metric).tag));
-    for (double v : c.values)
+    for (double v : c.values) {
       if (std::isinf(v)) fuzz::finding("infinite value in channel", std::string(info(c.metric).tag));
+      // Impossible readings (outside the metric table's limits) are stored as NaN, counted.
+      if (!plausible(c.metric, v)) fuzz::finding("impossible value kept", std::string(info(c.metric).tag));
+    }
+  }
+  if (t.diagnostics.impossible_values > 0) {
+    bool said = false;
+    for (const auto& w : t.diagnostics.warnings) said = said || w.find("impossible") != std::string::npos;
+    if (!said) fuzz::finding("impossible values counted but not warned", std::to_string(t.diagnostics.impossible_values));
   }
   for (std::size_t k = 0; k < t.size(); ++k)
     if (!std::isfinite(t.time_s[k]) || (k > 0 && !(t.time_s[k] >= t.time_s[k - 1])))

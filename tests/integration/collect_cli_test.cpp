@@ -245,7 +245,9 @@ TEST(CollectCli, SeveralGpusInterleaveAndReadBackPerGpu) {
   EXPECT_EQ(t.size(), 20u);
   EXPECT_EQ(t.gpu.index, 1);
   EXPECT_EQ(t.gpus_in_source.size(), 2u);
-  const auto bad = run_cli({"collect", "-o", out, "--gpu", "4", "--duration", "1"}, env, dir.path());
+  // A new file: collect no longer overwrites the trace above without --force.
+  const auto bad = run_cli({"collect", "-o", (dir / "t2.csv").string(), "--gpu", "4", "--duration", "1"}, env,
+                           dir.path());
   EXPECT_EQ(bad.status, exit_status(ErrorCode::kNotFound)) << bad.err;
 }
 

@@ -81,6 +81,7 @@ struct SamplerStats {
   std::vector<SamplerGap> gaps;     // each re-anchoring, in order
   LatenessHistogram lateness;       // every sampled tick's lateness
   std::uint64_t failed_reads = 0;   // NVML calls that failed (cell left empty)
+  std::uint64_t impossible_values = 0;  // readings outside the metric's limits (cell left empty)
   std::uint64_t pcie_polls = 0;     // completed PCIe TX+RX rounds (its own thread)
   std::vector<std::string> errors;  // GPUs lost, with when and why
 };

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace epochcast {
@@ -48,11 +49,19 @@ struct MetricInfo {
   std::string_view nvml_call;    // NVML function that reads it, "" if none
   std::string_view dataset_name; // column prefix in the public dataset ("power_drawW"), "" if none
   bool host;                     // a host (not GPU) metric
+  double min_value;              // physical limits of a reading, canonical unit: outside them
+  double max_value;              //   it is impossible (util 250 %, negative power)
 };
 
 // All rows, in enum order.
 [[nodiscard]] std::span<const MetricInfo> metric_table();
 [[nodiscard]] const MetricInfo& info(Metric m);
+
+// False when `v` (canonical unit) lies outside the metric's physical limits; NaN (missing) is
+// not impossible. Every reader stores an impossible reading as missing, counted and warned.
+[[nodiscard]] bool plausible(Metric m, double v);
+// "outside 0 to 100 %", "below 0 mJ": the limits, for messages.
+[[nodiscard]] std::string describe_limits(Metric m);
 
 // Lookups by each source's name; nullopt when the name is not ours.
 [[nodiscard]] std::optional<Metric> metric_by_tag(std::string_view tag);

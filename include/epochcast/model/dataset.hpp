@@ -33,6 +33,8 @@ struct DatasetDiagnostics {
   std::uint64_t rows_skipped = 0;   // rows dropped; the first few reasons in `skips`
   std::uint64_t duplicates = 0;     // rows repeating an earlier (GPU, workload): first kept
   std::uint64_t nan_labels = 0;     // rows without a usable label
+  std::uint64_t impossible_values = 0;  // statistics outside the metric's physical limits: read as NaN
+  std::string first_impossible;         // "line 6, field 'utilization_gpu_mean': '250' (outside 0 to 100 %)"
   std::vector<Skip> skips;          // capped at kMaxSkipsListed
   std::vector<std::string> missing_columns;  // feature columns absent: those features are NaN
   static constexpr std::size_t kMaxSkipsListed = 20;

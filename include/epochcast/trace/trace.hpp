@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "epochcast/core/metric.hpp"
@@ -36,8 +38,33 @@ struct TraceDiagnostics {
   std::uint64_t backward_steps = 0;     // clock stepped back: later samples re-based
   std::uint64_t midnight_rollovers = 0;
   std::uint64_t gaps = 0;               // intervals > 3 x median interval
+  std::uint64_t impossible_values = 0;  // readings outside the metric's physical limits, stored as NaN
   bool truncated_last_line = false;     // a last line cut mid-write was dropped
   std::vector<std::string> warnings;    // human-readable, one per distinct issue
+};
+
+struct Trace;
+
+// Readings outside the metric table's physical limits (utilisation 250 %, negative power) are
+// stored as missing by every reader. This counts them per metric and keeps the first one's
+// place ("line 12, field 'utilization.gpu [%]'", a sample time) and text, for the warnings.
+class ImpossibleValues {
+ public:
+  // The caller has found `plausible(m, v)` false and stores NaN.
+  void record(Metric m, double v, std::string_view text, const std::string& where);
+  [[nodiscard]] std::uint64_t total() const { return total_; }
+  // Adds the count to trace.diagnostics.impossible_values and one warning per metric naming
+  // `source`, the limits, the first place and value; a channel left with no value at all is
+  // said to be missing because of it.
+  void report(const std::string& source, Trace& trace) const;
+
+ private:
+  struct PerMetric {
+    std::uint64_t count = 0;
+    std::string first_where, first_text;
+  };
+  std::vector<std::pair<Metric, PerMetric>> by_metric_;
+  std::uint64_t total_ = 0;
 };
 
 struct Trace {

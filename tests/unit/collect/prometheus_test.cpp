@@ -145,7 +145,8 @@ void raw_answer(const httplib::Request& req, httplib::Response& res) {
   for (long long k = 0; k < 20000; ++k) {
     const double t = std::round(raw_scrape_time(k) * 1000) / 1000;
     if (t < at - window - 1e-9 || t > at + 1e-9) continue;
-    power += (power.empty() ? "" : ",") + fmt::format("[{:.3f},\"{}\"]", t, k);
+    // k / 10 W: the sample's number, under the 5 kW limit of a possible reading
+    power += (power.empty() ? "" : ",") + fmt::format("[{:.3f},\"{}\"]", t, static_cast<double>(k) / 10);
     if (k % 7 != 0) util += (util.empty() ? "" : ",") + fmt::format("[{:.3f},\"50\"]", t);
   }
   const std::string labels = R"("gpu":"0","UUID":"GPU-abc","modelName":"NVIDIA H200","Hostname":"n1")";
@@ -184,7 +185,7 @@ TEST(Prometheus, RawSamplesKeepTheirScrapeTimestamps) {
   ASSERT_NE(util, nullptr);
   for (long long k : {1LL, 5999LL, 6000LL, 6001LL, 12345LL, 14999LL}) {
     EXPECT_NEAR(t.time_s[k], raw_scrape_time(k) - kRawStart, 1e-6) << k;  // the scrape's own time, not a grid
-    EXPECT_EQ(power->values[k], static_cast<double>(k));
+    EXPECT_EQ(power->values[k], static_cast<double>(k) / 10);
     EXPECT_EQ(std::isnan(util->values[k]), k % 7 == 0) << k;
   }
   EXPECT_EQ(t.diagnostics.gaps, 0u);
@@ -244,6 +245,37 @@ void expect_error(const PrometheusQuery& q, ErrorCode code, const std::string& n
     EXPECT_NE(std::string(e.what()).find(q.url), std::string::npos) << "the error must name the URL: " << e.what();
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
+}
+
+// Impossible readings (util 250 %, negative power) are missing, counted and warned with the
+// server, the sample and its time, as the file readers do (until 2026-12-01 read as given).
+TEST(Prometheus, ImpossibleReadingsAreMissingAndWarned) {
+  FakeApi api([](const httplib::Request& req, httplib::Response& res) {
+    const double start = std::stod(req.get_param_value("start"));
+    const std::string labels = R"("gpu":"0","UUID":"GPU-abc")";
+    res.set_content(fmt::format(R"({{"status":"success","data":{{"resultType":"matrix","result":[)"
+                                R"({{"metric":{{"__name__":"DCGM_FI_DEV_GPU_UTIL",{}}},"values":[[{},"50"],[{},"250"],[{},"60"]]}},)"
+                                R"({{"metric":{{"__name__":"DCGM_FI_DEV_POWER_USAGE",{}}},"values":[[{},"-3"],[{},"-4"],[{},"-5"]]}}]}}}})",
+                                labels, start, start + 1, start + 2, labels, start, start + 1, start + 2),
+                    "application/json");
+  });
+  PrometheusQuery q{.url = api.url(), .uuid = "GPU-abc", .start_unix_s = 1796032800, .end_unix_s = 1796032802};
+  const Trace t = fetch_prometheus_trace(q);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t.find(Metric::kGpuUtil)->values[0], 50);
+  EXPECT_TRUE(std::isnan(t.find(Metric::kGpuUtil)->values[1]));
+  for (double v : t.find(Metric::kPower)->values) EXPECT_TRUE(std::isnan(v));
+  EXPECT_EQ(t.diagnostics.impossible_values, 4u);
+  std::string w;
+  for (const auto& line : t.diagnostics.warnings) w += line + "\n";
+  EXPECT_NE(w.find(q.url + ": 1 impossible gpu_util_pct value(s) (outside 0 to 100 %) read as missing; the first at "
+                           "sample 2 (2026-11-30T10:00:01.000Z): '250'"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("3 impossible power_w value(s) (outside 0 to 5000 W) read as missing; the first at sample 1 "
+                   "(2026-11-30T10:00:00.000Z): '-3'; the channel power_w is missing"),
+            std::string::npos)
+      << w;
 }
 
 TEST(Prometheus, ServerDownNamesTheUrl) {

@@ -118,6 +118,26 @@ TEST(Sampler, UnsupportedMetricIsAbsentAndSaidOnce) {
   for (const auto& tick : r.samples) EXPECT_TRUE(std::isnan(at(tick[0].values, Metric::kPower)));
 }
 
+// An impossible NVML answer (utilisation 250 %) is left empty, said once per GPU and metric
+// with the value, and counted, as the trace readers treat it (until 2026-12-01 written as given).
+TEST(Sampler, ImpossibleReadingIsLeftEmptySaidOnceAndCounted) {
+  FakeNvmlEnv env({{"EPOCHCAST_FAKE_NVML_VALUE", "gpu_util_pct=250"}});
+  Nvml nvml;
+  Sampler sampler(nvml, {.interval = std::chrono::milliseconds(5), .duration_s = 0.1});
+  const Recorded r = run(sampler);
+  ASSERT_FALSE(r.samples.empty());
+  for (const auto& tick : r.samples) {
+    EXPECT_TRUE(std::isnan(at(tick[0].values, Metric::kGpuUtil)));
+    EXPECT_FALSE(std::isnan(at(tick[0].values, Metric::kPower)));  // the rest of the tick stays
+  }
+  EXPECT_EQ(sampler.stats().impossible_values, r.samples.size());
+  const auto said = std::count_if(r.messages.begin(), r.messages.end(), [](const std::string& m) {
+    return m.find("GPU 0: impossible gpu_util_pct reading 250 (outside 0 to 100 %) at tick 0; cell left empty") !=
+           std::string::npos;
+  });
+  EXPECT_EQ(said, 1);
+}
+
 TEST(Sampler, GpuLostMidRunEndsTheRunWithTheErrorRecorded) {
   FakeNvmlEnv env({{"EPOCHCAST_FAKE_NVML_LOST_AFTER_S", "0.3"}});
   Nvml nvml;

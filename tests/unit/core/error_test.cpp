@@ -16,6 +16,15 @@ TEST(Error, ControlBytesAreEscapedInMessageAndField) {
   EXPECT_EQ(std::string(Error(ErrorCode::kIo, "tab\tkept\x7f").what()), "tab\tkept\\x7f");
 }
 
+// Review round 6: the location's file name went out raw, so a trace named with an escape
+// sequence (`info $'a\e[31m.csv'`) coloured the terminal through the error line.
+TEST(Error, ControlBytesAreEscapedInTheFileName) {
+  const Error e(ErrorCode::kParse, "binary data", {"a\x1b[31m.csv", 1, 2, "(line)"});
+  EXPECT_EQ(std::string(e.what()), "a\\x1b[31m.csv:1:2: field '(line)': binary data");
+  EXPECT_EQ(e.where().file, "a\\x1b[31m.csv");
+  EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos);
+}
+
 TEST(Error, HugeMessagesAreCutOnACharacterBoundary) {
   // 2047 ASCII bytes, then 'é' (2 bytes) straddling the 2048-byte cap.
   const std::string big = std::string(2047, 'x') + "\xC3\xA9" + std::string(30000, 'y');

@@ -262,6 +262,7 @@ TEST(DatasetBadInput, EchoedCellsAreBoundedAndEscaped) {
 // Found with the CLI (`fit --data /dev/zero`): one endless line was buffered until memory ran
 // out (1 GB), then reported as "empty dataset". Now a line past 1 MiB is refused at once.
 TEST(DatasetBadInput, EndlessLineIsRefusedAtOneMebibyte) {
+  // Since 2026-12-01 a zero byte ends the read at once (binary data), before the 1 MiB cap.
   try {
     (void)load_dataset("/dev/zero", load_gpu_catalog(kCatalog));
     FAIL();
@@ -269,12 +270,72 @@ TEST(DatasetBadInput, EndlessLineIsRefusedAtOneMebibyte) {
     EXPECT_EQ(e.code(), ErrorCode::kParse);
     EXPECT_EQ(e.where().file, "/dev/zero");
     EXPECT_EQ(e.where().line, 1u);
+    EXPECT_NE(e.detail().find("binary data (byte 0x00)"), std::string::npos) << e.what();
+  }
+  try {
+    (void)load_text(std::string(2 << 20, 'a'));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
     EXPECT_NE(e.detail().find("longer than 1 MiB"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)load_gpu_catalog("/dev/zero"), Error);
   // A last line without a newline is still read.
   Sample s = sample(2);
   EXPECT_EQ(load_text(s.header + "\n" + s.rows[0] + "\n" + s.rows[1]).rows.size(), 2u);
+}
+
+// Found in review round 6: a dataset with classic Mac OS line ends (CR only) was one header line
+// ("field '1328.0': duplicate column name"); zero bytes inside a row read as part of a cell
+// ("wrong column count").
+TEST(DatasetBadInput, CrOnlyLineEndsAndZeroBytesAreNamed) {
+  Sample s = sample(2);
+  std::string text = s.header + "\r" + s.rows[0] + "\r" + s.rows[1] + "\r";
+  try {
+    (void)load_text(text);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().line, 1u);
+    EXPECT_NE(e.detail().find("a carriage return inside a line: CR-only line ends"), std::string::npos) << e.what();
+  }
+  // CRLF stays fine.
+  EXPECT_EQ(load_text(s.header + "\r\n" + s.rows[0] + "\r\n" + s.rows[1] + "\r\n").rows.size(), 2u);
+  std::string row = s.rows[1];
+  row.insert(row.size() / 2, std::string("\0\0", 2));
+  try {
+    (void)load_text(s.header + "\n" + s.rows[0] + "\n" + row + "\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().line, 3u);
+    EXPECT_NE(e.detail().find("binary data (byte 0x00)"), std::string::npos) << e.what();
+  }
+}
+
+// Review round 6: statistics outside their metric's physical limits were read as given;
+// 1e300 then ended `fit` inside XGBoost ("Input data contains inf", exit 70). They are missing
+// (NaN) now, counted, the first named; the row stays.
+TEST(DatasetBadInput, ImpossibleStatisticsAreMissingCountedAndNamed) {
+  Sample s = sample(3);
+  const std::size_t util = column_of(s.header, "utilization_gpu_mean");
+  const std::size_t power_std = column_of(s.header, "power_drawW_std");
+  auto a = cells(s.rows[0]);
+  a[util] = "250";
+  auto b = cells(s.rows[1]);
+  b[util] = "1e300";
+  b[power_std] = "-1";
+  const Dataset ds = load_text(s.header + "\n" + join(a) + "\n" + join(b) + "\n" + s.rows[2] + "\n");
+  ASSERT_EQ(ds.rows.size(), 3u);
+  const std::size_t f = *feature_index("utilization_gpu_mean");
+  EXPECT_TRUE(std::isnan(ds.rows[0].features.values[f]));
+  EXPECT_TRUE(std::isnan(ds.rows[1].features.values[f]));
+  EXPECT_FALSE(std::isnan(ds.rows[2].features.values[f]));
+  EXPECT_TRUE(std::isnan(ds.rows[1].features.values[*feature_index("power_drawW_std")]));
+  EXPECT_EQ(ds.diagnostics.impossible_values, 3u);
+  EXPECT_EQ(ds.diagnostics.first_impossible, "line 2, field 'utilization_gpu_mean': '250' (outside 0 to 100 %)");
+  // The bundled dataset has none.
+  EXPECT_EQ(load_dataset(kData, load_gpu_catalog(kCatalog)).diagnostics.impossible_values, 0u);
 }
 
 }  // namespace
