@@ -1440,6 +1440,8 @@ class KernelRidgeLearner final : public Learner {
 
 }  // namespace
 
+const char* kernel_ridge_simd() { return kernel_fns().name; }
+
 KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::span<const std::uint32_t> groups,
                                const LearnerConfig& config, std::uint64_t seed) {
   std::vector<std::size_t> columns = config.kernel_columns;
