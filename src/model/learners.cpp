@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "epochcast/core/error.hpp"
+#include "kernel_math.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -1271,14 +1272,6 @@ class ExtraTreesLearner final : public Learner {
 // ---- Kernel ridge regression (RBF or Matérn 5/2) on a Nyström basis. ----
 
 
-// Squared distances between the rows of a (n×d) and b (m×d), never negative.
-Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
-  Eigen::MatrixXd d2 = -2.0 * (a * b.transpose());
-  d2.colwise() += a.rowwise().squaredNorm();
-  d2.rowwise() += b.rowwise().squaredNorm().transpose();
-  return d2.cwiseMax(0.0);
-}
-
 // k(r) with r² = d2 / ℓ²: exp(−r²/2), or Matérn 5/2 (1 + √5 r + 5r²/3) exp(−√5 r).
 double kernel_value(double d2, double inv_l2, bool matern) {
   const double r2 = d2 * inv_l2;
@@ -1287,19 +1280,23 @@ double kernel_value(double d2, double inv_l2, bool matern) {
   return (1.0 + s5r + 5.0 / 3.0 * r2) * std::exp(-s5r);
 }
 
-Eigen::MatrixXd kernel_of(const Eigen::MatrixXd& d2, double length_scale, bool matern) {
-  const double inv_l2 = 1.0 / (length_scale * length_scale);
-  return d2.unaryExpr([&](double v) { return kernel_value(v, inv_l2, matern); });
+// The linear algebra's copy for this processor (kernel_math.hpp): the AVX2 + FMA one where the
+// extra-trees dispatch allows AVX2 or wider (so EPOCHCAST_SIMD=baseline forces the baseline)
+// and the processor has FMA.
+const kernel_math::Fns& kernel_fns() {
+#if EPOCHCAST_TREES_AVX2
+  if (tree_simd() != TreeSimd::kBaseline && __builtin_cpu_supports("fma") != 0) return kernel_math::avx2_fns();
+#endif
+  return kernel_math::baseline_fns();
 }
 
-// What a fit needs, computed once per training set: standardised rows, centred labels, the
-// basis rows and the row-to-basis squared distances.
+// What a fit needs, computed once per training set: the scaler, the standardised rows
+// (row-major) and the basis rows.
 struct KernelData {
   Standardizer scaler;
-  Eigen::MatrixXd z, basis, d2;  // n×d, m×d, n×m
-  std::vector<Eigen::Index> basis_rows;
-  Eigen::VectorXd yc;
-  double intercept = 0;
+  std::size_t n = 0, d = 0;
+  std::vector<double> z;  // n×d
+  std::vector<std::ptrdiff_t> basis_rows;
 };
 
 KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::vector<std::size_t>& columns,
@@ -1307,6 +1304,8 @@ KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::ve
   if (x.rows == 0 || y.size() != x.rows) throw Error(ErrorCode::kInvalidArgument, "kernel ridge: no training rows");
   KernelData k;
   const std::size_t n = x.rows, d = columns.size();
+  k.n = n;
+  k.d = d;
   Matrix sub(n, d);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t c = 0; c < d; ++c) {
@@ -1314,15 +1313,8 @@ KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::ve
       sub.data[i * d + c] = x.data[i * x.cols + columns[c]];
     }
   k.scaler.fit(sub);
-  k.z.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
-  std::vector<double> buf(d);
-  for (std::size_t i = 0; i < n; ++i) {
-    k.scaler.apply(sub.row(i), buf);
-    for (std::size_t c = 0; c < d; ++c) k.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(c)) = buf[c];
-  }
-  k.yc = Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n));
-  k.intercept = k.yc.mean();
-  k.yc.array() -= k.intercept;
+  k.z.resize(n * d);
+  for (std::size_t i = 0; i < n; ++i) k.scaler.apply(sub.row(i), std::span<double>(k.z.data() + i * d, d));
   // Basis: a seeded random subset of the training rows (partial Fisher–Yates), kept in row order.
   const std::size_t m = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, basis)), n);
   std::vector<std::size_t> idx(n);
@@ -1332,17 +1324,7 @@ KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::ve
     std::swap(idx[i], idx[i + rng.below(static_cast<std::uint32_t>(n - i))]);
   std::sort(idx.begin(), idx.begin() + static_cast<long>(m));
   k.basis_rows.assign(idx.begin(), idx.begin() + static_cast<long>(m));
-  k.basis = k.z(k.basis_rows, Eigen::all);
-  k.d2 = squared_distances(k.z, k.basis);
   return k;
-}
-
-// K_mm + jitter: the basis' own kernel, kept positive definite when rows repeat.
-Eigen::MatrixXd basis_gram(const Eigen::MatrixXd& knm, const std::vector<Eigen::Index>& basis_rows) {
-  Eigen::MatrixXd r = knm(basis_rows, Eigen::all);
-  r = 0.5 * (r + r.transpose());
-  r.diagonal().array() += 1e-6;
-  return r;
 }
 
 
@@ -1365,20 +1347,17 @@ class KernelRidgeLearner final : public Learner {
       choice = tune_kernel_ridge(x, y, {}, c, seed);
     }
     const KernelData k = kernel_data(x, y, columns_, config_.kernel_basis, seed);
-    const Eigen::MatrixXd knm = kernel_of(k.d2, choice.length_scale, matern_);
-    // K_nmᵀK_nm as a symmetric rank update (its lower half, all LDLT reads): half the flops.
-    Eigen::MatrixXd sys = choice.lambda * basis_gram(knm, k.basis_rows);
-    sys.selfadjointView<Eigen::Lower>().rankUpdate(knm.transpose());
-    const Eigen::VectorXd alpha = Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower>(sys).solve(knm.transpose() * k.yc);
+    const std::size_t m = k.basis_rows.size(), d = k.d;
+    alpha_.assign(m, 0.0);
+    kernel_fns().solve(k.z.data(), static_cast<std::ptrdiff_t>(k.n), static_cast<std::ptrdiff_t>(d), y.data(),
+                       k.basis_rows.data(), static_cast<std::ptrdiff_t>(m), choice.length_scale, choice.lambda,
+                       matern_, alpha_.data(), &intercept_);
     scaler_ = k.scaler;
     length_scale_ = choice.length_scale;
     lambda_ = choice.lambda;
-    intercept_ = k.intercept;
-    basis_ = Matrix(static_cast<std::size_t>(k.basis.rows()), static_cast<std::size_t>(k.basis.cols()));
-    for (std::size_t i = 0; i < basis_.rows; ++i)
-      for (std::size_t c = 0; c < basis_.cols; ++c)
-        basis_.data[i * basis_.cols + c] = k.basis(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(c));
-    alpha_.assign(alpha.data(), alpha.data() + alpha.size());
+    basis_ = Matrix(m, d);
+    for (std::size_t i = 0; i < m; ++i)
+      std::copy_n(k.z.data() + static_cast<std::size_t>(k.basis_rows[i]) * d, d, basis_.data.data() + i * d);
     if (!std::all_of(alpha_.begin(), alpha_.end(), [](double v) { return std::isfinite(v); }))
       throw Error(ErrorCode::kInternal, "kernel ridge: the solve gave non-finite weights");
   }
@@ -1461,6 +1440,8 @@ class KernelRidgeLearner final : public Learner {
 
 }  // namespace
 
+const char* kernel_ridge_simd() { return kernel_fns().name; }
+
 KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::span<const std::uint32_t> groups,
                                const LearnerConfig& config, std::uint64_t seed) {
   std::vector<std::size_t> columns = config.kernel_columns;
@@ -1469,7 +1450,7 @@ KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::
     std::iota(columns.begin(), columns.end(), 0);
   }
   const KernelData k = kernel_data(x, y, columns, config.kernel_basis, seed);
-  const auto n = k.z.rows();
+  const auto n = static_cast<std::ptrdiff_t>(k.n);
   // Folds: the rows' groups dealt round-robin in sorted order (the stack passes the CNN model,
   // so the choice is made on unseen networks); without groups (or < 3) rows in turn.
   std::vector<int> fold(static_cast<std::size_t>(n));
@@ -1477,52 +1458,21 @@ KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   const bool grouped = groups.size() == static_cast<std::size_t>(n) && distinct.size() >= 3;
-  const int folds = grouped ? static_cast<int>(std::min<std::size_t>(5, distinct.size())) : static_cast<int>(std::min<Eigen::Index>(5, n));
+  const int folds = grouped ? static_cast<int>(std::min<std::size_t>(5, distinct.size())) : static_cast<int>(std::min<std::ptrdiff_t>(5, n));
   if (folds < 2) return {std::sqrt(static_cast<double>(columns.size())), 0.1};
-  for (Eigen::Index i = 0; i < n; ++i) {
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
     const auto u = static_cast<std::size_t>(i);
     fold[u] = grouped ? static_cast<int>((std::lower_bound(distinct.begin(), distinct.end(), groups[u]) - distinct.begin()) % folds)
                       : static_cast<int>(i % folds);
   }
-  std::vector<std::vector<Eigen::Index>> rows(static_cast<std::size_t>(folds));
-  for (Eigen::Index i = 0; i < n; ++i) rows[static_cast<std::size_t>(fold[static_cast<std::size_t>(i)])].push_back(i);
   // Length scales relative to √d (standardised columns: typical distances grow like √d).
   const double root_d = std::sqrt(static_cast<double>(columns.size()));
   KernelChoice best{root_d, 0.1};
-  double best_sse = std::numeric_limits<double>::infinity();
-  for (double rel : config.kernel_scale_grid) {
-    const double scale = rel * root_d;
-    const Eigen::MatrixXd knm = kernel_of(k.d2, scale, config.kernel_matern);
-    const Eigen::MatrixXd r = basis_gram(knm, k.basis_rows);
-    const auto m = knm.cols();
-    std::vector<Eigen::MatrixXd> kf, af;
-    std::vector<Eigen::VectorXd> bf, yf;
-    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(m, m);
-    Eigen::VectorXd b = Eigen::VectorXd::Zero(m);
-    for (const auto& rr : rows) {
-      kf.push_back(knm(rr, Eigen::all));
-      yf.push_back(k.yc(rr));
-      af.push_back(Eigen::MatrixXd::Zero(m, m));  // lower half only (LDLT reads no more)
-      af.back().selfadjointView<Eigen::Lower>().rankUpdate(kf.back().transpose());
-      bf.push_back(kf.back().transpose() * yf.back());
-      a += af.back();
-      b += bf.back();
-    }
-    for (double lambda : config.kernel_lambda_grid) {
-      double sse = 0;
-      for (std::size_t f = 0; f < rows.size(); ++f) {
-        if (rows[f].empty()) continue;
-        const Eigen::MatrixXd sys = a - af[f] + lambda * r;
-        const Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower> ldlt(sys);
-        const Eigen::VectorXd alpha = ldlt.solve(b - bf[f]);
-        sse += (yf[f] - kf[f] * alpha).squaredNorm();
-      }
-      if (std::isfinite(sse) && sse < best_sse) {
-        best_sse = sse;
-        best = {scale, lambda};
-      }
-    }
-  }
+  kernel_fns().tune(k.z.data(), n, static_cast<std::ptrdiff_t>(k.d), y.data(), k.basis_rows.data(),
+                    static_cast<std::ptrdiff_t>(k.basis_rows.size()), fold.data(), folds, config.kernel_scale_grid.data(),
+                    static_cast<int>(config.kernel_scale_grid.size()), config.kernel_lambda_grid.data(),
+                    static_cast<int>(config.kernel_lambda_grid.size()), config.kernel_matern, root_d,
+                    &best.length_scale, &best.lambda);
   return best;
 }
 

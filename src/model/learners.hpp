@@ -106,6 +106,12 @@ TreeSimd set_tree_simd(TreeSimd s);
 // Forgets the choice: the next tree_simd() reads EPOCHCAST_SIMD and the processor again.
 void reset_tree_simd();
 
+// Kernel ridge's linear algebra (src/model/kernel_math.hpp): "avx2" (AVX2 + FMA, Eigen compiled
+// for them) where tree_simd() is AVX2 or wider and the processor has FMA, else "baseline". The
+// two differ in the last bits of a fit (FMA, wider blocks); EPOCHCAST_SIMD=baseline forces the
+// baseline, whose fits are the ones of builds before the split.
+[[nodiscard]] const char* kernel_ridge_simd();
+
 struct KernelChoice {
   double length_scale, lambda;
 };

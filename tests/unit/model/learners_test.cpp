@@ -11,6 +11,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <tuple>
 
 #include "epochcast/core/error.hpp"
 
@@ -492,6 +493,108 @@ TEST(KernelRidge, ABadStateIsRefused) {
   auto l = make_learner("kernel_ridge", kernel_config());
   EXPECT_NO_THROW(l->from_json(good));
 }
+
+}  // namespace
+}  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+// Kernel ridge's linear algebra on each path (kernel_math.hpp): the AVX2 + FMA copy is chosen
+// where tree_simd() allows AVX2 or wider, and fits what the baseline copy fits up to rounding:
+// the same tuned length scale and λ and basis, the same predictions to 1e-5 (labels of order 1;
+// seen: up to 1.5e-6 apart, the system being ill-conditioned at λ = 0.001), and weights to
+// 1e-4 of the largest (seen: 1e-5 relative, same reason).
+class KernelRidgeOnEachPath : public ::testing::TestWithParam<TreeSimd> {
+ protected:
+  void SetUp() override {
+    if (!tree_simd_available(GetParam())) GTEST_SKIP() << "this processor lacks the instruction set";
+    previous_ = set_tree_simd(GetParam());
+    forced_ = true;
+  }
+  void TearDown() override {
+    if (forced_) set_tree_simd(previous_);
+  }
+
+ private:
+  TreeSimd previous_ = TreeSimd::kBaseline;
+  bool forced_ = false;
+};
+
+TEST_P(KernelRidgeOnEachPath, UsesItsCopyAndFitsWhatTheBaselineFits) {
+  EXPECT_STREQ(kernel_ridge_simd(), GetParam() == TreeSimd::kBaseline ? "baseline" : "avx2");
+  // Dataset-like: 12 columns with missing cells, a basis of 256 out of 900 rows, λ and length
+  // scale tuned on grouped folds (the stack's path) and by the learner itself.
+  const Data train = make_data(900, 12, 61, 0.1), test = make_data(100, 12, 62, 0.1);
+  std::vector<std::uint32_t> groups(train.x.rows);
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i] = static_cast<std::uint32_t>(i * 7 % 9);
+  LearnerConfig c = small();
+  c.kernel_basis = 256;
+  auto fit_on = [&](TreeSimd simd, LearnerConfig config) {
+    set_tree_simd(simd);
+    const KernelChoice k = tune_kernel_ridge(train.x, train.y, groups, config, 5);
+    config.kernel_length_scale = k.length_scale;
+    config.kernel_lambda = k.lambda;
+    auto kr = make_learner("kernel_ridge", config);
+    kr->fit(train.x, train.y, 5);
+    auto self_tuned = make_learner("kernel_ridge", c);
+    self_tuned->fit(train.x, train.y, 6);
+    set_tree_simd(GetParam());
+    return std::make_tuple(k, std::move(kr), std::move(self_tuned));
+  };
+  const auto [k, kr, self] = fit_on(GetParam(), c);
+  const auto [k0, kr0, self0] = fit_on(TreeSimd::kBaseline, c);
+  EXPECT_EQ(k.length_scale, k0.length_scale);
+  EXPECT_EQ(k.lambda, k0.lambda);
+  for (const auto& [a, b] : {std::pair{kr.get(), kr0.get()}, std::pair{self.get(), self0.get()}}) {
+    const auto ja = a->to_json(), jb = b->to_json();
+    EXPECT_EQ(ja.at("length_scale"), jb.at("length_scale"));
+    EXPECT_EQ(ja.at("basis"), jb.at("basis"));  // the same standardised rows
+    const auto wa = ja.at("alpha").get<std::vector<double>>(), wb = jb.at("alpha").get<std::vector<double>>();
+    ASSERT_EQ(wa.size(), wb.size());
+    double scale = 0;
+    for (double w : wb) scale = std::max(scale, std::abs(w));
+    for (std::size_t i = 0; i < wa.size(); ++i) EXPECT_NEAR(wa[i], wb[i], 1e-4 * scale) << "weight " << i;
+    for (std::size_t i = 0; i < test.x.rows; ++i)
+      EXPECT_NEAR(a->predict(test.x.row(i)), b->predict(test.x.row(i)), 1e-5) << "row " << i;
+  }
+}
+
+// The tuning's fold systems are solved by Cholesky and fall back to pivoted LDLT where that
+// fails: with λ ≈ 0 and every row four times (so the basis repeats rows) a fold's system is
+// singular; those systems are still solved (by LDLT), so the choice is the one LDLT alone made.
+TEST_P(KernelRidgeOnEachPath, TuningSurvivesSingularFoldSystems) {
+  const Data base = smooth_data(100, 27);
+  Data train{Matrix(400, 4), {}};
+  for (std::size_t i = 0; i < 400; ++i) {
+    std::copy_n(base.x.row(i / 4).begin(), 4, train.x.row(i).begin());
+    train.y.push_back(base.y[i / 4]);
+  }
+  LearnerConfig c = kernel_config();
+  c.kernel_basis = 200;
+  c.kernel_lambda_grid = {1e-300, 1e-3};
+  std::vector<std::uint32_t> groups(400);
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i] = static_cast<std::uint32_t>(i % 5);
+  const KernelChoice k = tune_kernel_ridge(train.x, train.y, groups, c, 3);
+  EXPECT_TRUE(std::isfinite(k.length_scale) && k.length_scale > 0);
+  // LDLT solves the singular systems and the near-interpolation at λ = 1e-300 wins (as in
+  // builds before the Cholesky change); without the fallback the failed Cholesky gave a
+  // non-finite error there and λ = 1e-3 (checked).
+  EXPECT_EQ(k.lambda, 1e-300);
+  c.kernel_length_scale = k.length_scale;
+  c.kernel_lambda = 1e-3;
+  auto kr = make_learner("kernel_ridge", c);
+  kr->fit(train.x, train.y, 3);
+  EXPECT_TRUE(std::isfinite(kr->predict(base.x.row(0))));
+}
+
+INSTANTIATE_TEST_SUITE_P(Simd, KernelRidgeOnEachPath,
+                         ::testing::Values(TreeSimd::kBaseline, TreeSimd::kAvx2, TreeSimd::kAvx512),
+                         [](const ::testing::TestParamInfo<TreeSimd>& p) {
+                           return std::string(p.param == TreeSimd::kBaseline ? "baseline"
+                                              : p.param == TreeSimd::kAvx2   ? "avx2"
+                                                                             : "avx512");
+                         });
 
 }  // namespace
 }  // namespace epochcast
