@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Re-runs every `$ build/epochcast …` command of README.md's console tour and puts its real
-output (stdout, and the host-log note from stderr; JSON on one line) in place. A block that was cut with "…" keeps as many lines as
+output (stdout, and the host-log note from stderr; JSON indented as the CLI prints it) in place. A block that was cut with "…" keeps as many lines as
 before; lines longer than 200 characters are cut. Run from the repository root after a build
 whose default model is cached (so no fitting progress lands in the output)."""
 import json
@@ -15,8 +15,8 @@ def run(command: str) -> list[str]:
     shell_part = re.split(r"\s{2,}#", command, maxsplit=1)[0]  # drop a trailing "   # comment"
     out = subprocess.run(shell_part, shell=True, capture_output=True, text=True)
     stdout = out.stdout
-    try:  # JSON is shown on one line
-        stdout = json.dumps(json.loads(stdout))
+    try:  # JSON is shown indented, as the CLI prints it (normalised, so the check is stable)
+        stdout = json.dumps(json.loads(stdout), indent=2, ensure_ascii=False)
     except ValueError:
         pass
     notes = [l for l in out.stderr.splitlines() if l.startswith("epochcast: merging")]
