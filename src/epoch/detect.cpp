@@ -135,18 +135,8 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
     double im = 0;
     for (std::size_t j = 0; j < layout.blocks; ++j) im += static_cast<double>(layout.start(j));
     im = im / static_cast<double>(layout.blocks) + tm;
-    std::array<double, 4> sy4{}, sxy4{};  // independent sums: one chain waits on its adds
-    double sxx = static_cast<double>(layout.blocks) * bl * (bl * bl - 1) / 12.0;
-    for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
-      const double d = static_cast<double>(layout.start(j)) + tm - im;
-      sxx += bl * d * d;
-      double x = d - tm;
-      for (std::size_t t = 0; t < layout.block; ++t, ++k, x += 1) {  // blocks of 16: whole fours
-        sy4[t % 4] += sample[k];
-        sxy4[t % 4] += x * sample[k];
-      }
-    }
-    const double sy = (sy4[0] + sy4[1]) + (sy4[2] + sy4[3]), sxy = (sxy4[0] + sxy4[1]) + (sxy4[2] + sxy4[3]);
+    double sxx = static_cast<double>(layout.blocks) * bl * (bl * bl - 1) / 12.0, sy = 0, sxy = 0;
+    signal::block_line_sums(sample, layout, im, sy, sxy, sxx);
     ym = sy / m;
     slope = sxx > 0 ? sxy / sxx : 0;
     intercept = ym - slope * im;

@@ -767,6 +767,63 @@ void gather(std::span<const double> x, const SampleLayout& layout, std::vector<d
   }
 }
 
+void block_line_sums(std::span<const double> sample, const SampleLayout& layout, double im, double& sy, double& sxy,
+                     double& sxx) {
+  const auto bl = static_cast<double>(layout.block), tm = 0.5 * (bl - 1);
+  const double* p = sample.data();
+  std::size_t j = 0, k = 0;
+  if (layout.block == 16) {
+    // The partial sums in registers (as an array indexed by t % 4 they went through memory, a
+    // store-to-load wait per value), lanes {0, 1} and {2, 3} in two-wide vectors; the indices,
+    // a chain of 16 adds per block, for four blocks side by side, one chain per block as before.
+    V2 sy01{0, 0}, sy23{0, 0}, sxy01{0, 0}, sxy23{0, 0};
+    for (; j + 4 <= layout.blocks; j += 4) {
+      std::array<double, 4> d;
+      std::array<std::array<double, 16>, 4> xs;
+      for (std::size_t b = 0; b < 4; ++b) {
+        d[b] = static_cast<double>(layout.start(j + b)) + tm - im;
+        sxx += bl * d[b] * d[b];
+      }
+      double x0 = d[0] - tm, x1 = d[1] - tm, x2 = d[2] - tm, x3 = d[3] - tm;
+      for (std::size_t t = 0; t < 16; ++t) {
+        xs[0][t] = x0, xs[1][t] = x1, xs[2][t] = x2, xs[3][t] = x3;
+        x0 += 1, x1 += 1, x2 += 1, x3 += 1;
+      }
+      for (std::size_t b = 0; b < 4; ++b)
+        for (std::size_t t = 0; t < 16; t += 4, k += 4) {
+          const V2 v01 = load2(p + k), v23 = load2(p + k + 2);
+          sy01 += v01;
+          sy23 += v23;
+          sxy01 += load2(&xs[b][t]) * v01;
+          sxy23 += load2(&xs[b][t + 2]) * v23;
+        }
+    }
+    std::array<double, 4> sy4{sy01[0], sy01[1], sy23[0], sy23[1]}, sxy4{sxy01[0], sxy01[1], sxy23[0], sxy23[1]};
+    for (; j < layout.blocks; ++j) {
+      const double d = static_cast<double>(layout.start(j)) + tm - im;
+      sxx += bl * d * d;
+      double x = d - tm;
+      for (std::size_t t = 0; t < layout.block; ++t, ++k, x += 1) {
+        sy4[t % 4] += p[k];
+        sxy4[t % 4] += x * p[k];
+      }
+    }
+    sy = (sy4[0] + sy4[1]) + (sy4[2] + sy4[3]), sxy = (sxy4[0] + sxy4[1]) + (sxy4[2] + sxy4[3]);
+    return;
+  }
+  std::array<double, 4> sy4{}, sxy4{};  // independent sums: one chain waits on its adds
+  for (; j < layout.blocks; ++j) {
+    const double d = static_cast<double>(layout.start(j)) + tm - im;
+    sxx += bl * d * d;
+    double x = d - tm;
+    for (std::size_t t = 0; t < layout.block; ++t, ++k, x += 1) {
+      sy4[t % 4] += p[k];
+      sxy4[t % 4] += x * p[k];
+    }
+  }
+  sy = (sy4[0] + sy4[1]) + (sy4[2] + sy4[3]), sxy = (sxy4[0] + sxy4[1]) + (sxy4[2] + sxy4[3]);
+}
+
 void subtract_line(std::span<double> x, const SampleLayout& layout, double intercept, double slope) {
   const V2 vi = splat(intercept), vs = splat(slope), two = splat(2);
   double* o = x.data();
