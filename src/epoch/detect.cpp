@@ -135,18 +135,8 @@ ZPyramid robust_z_pyramid(std::span<const double> y, bool check, double lo, doub
     double im = 0;
     for (std::size_t j = 0; j < layout.blocks; ++j) im += static_cast<double>(layout.start(j));
     im = im / static_cast<double>(layout.blocks) + tm;
-    std::array<double, 4> sy4{}, sxy4{};  // independent sums: one chain waits on its adds
-    double sxx = static_cast<double>(layout.blocks) * bl * (bl * bl - 1) / 12.0;
-    for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
-      const double d = static_cast<double>(layout.start(j)) + tm - im;
-      sxx += bl * d * d;
-      double x = d - tm;
-      for (std::size_t t = 0; t < layout.block; ++t, ++k, x += 1) {  // blocks of 16: whole fours
-        sy4[t % 4] += sample[k];
-        sxy4[t % 4] += x * sample[k];
-      }
-    }
-    const double sy = (sy4[0] + sy4[1]) + (sy4[2] + sy4[3]), sxy = (sxy4[0] + sxy4[1]) + (sxy4[2] + sxy4[3]);
+    double sxx = static_cast<double>(layout.blocks) * bl * (bl * bl - 1) / 12.0, sy = 0, sxy = 0;
+    signal::block_line_sums(sample, layout, im, sy, sxy, sxx);
     ym = sy / m;
     slope = sxx > 0 ? sxy / sxx : 0;
     intercept = ym - slope * im;
@@ -1033,7 +1023,17 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
 // step. Flicker between two adjacent readings of a quantised channel (util 15 <-> 17 %) can
 // beat with the sampling into a clean period that is not an epoch: it stays near one step.
 // Only whether this reaches 2 is asked (profile_resolved below).
-double profile_amplitude(std::span<const double> raw, double period_samples) {
+// The runs of samples that share a bin, for one window length and period: the same for every
+// channel of a region (they differ only in their values), so made once and reused; each run's
+// bin comes from the phase and the phase from the run before, a dependency chain per run.
+struct FoldRuns {
+  std::size_t n = 0;
+  double period_samples = 0;
+  std::vector<std::uint32_t> bin;  // bins <= 256
+  std::vector<std::size_t> len;
+};
+
+double profile_amplitude(std::span<const double> raw, double period_samples, FoldRuns& runs) {
   // A centred window of at least 16 periods is plenty for a profile.
   const auto cap = static_cast<std::size_t>(std::max(65536.0, 16 * period_samples));
   if (raw.size() > cap) raw = raw.subspan((raw.size() - cap) / 2, cap);
@@ -1050,20 +1050,32 @@ double profile_amplitude(std::span<const double> raw, double period_samples) {
     // loop below waits on its phase and sum chains: 0.8 ms of a 24 h detection). The run ends
     // where phase * bins_per_sample reaches the next bin, as the per-sample rule would put it
     // (a sample on the very edge may fall on the other side).
-    std::vector<double> edges(bins);  // phase where each bin ends
-    for (std::size_t b = 0; b + 1 < bins; ++b) edges[b] = static_cast<double>(b + 1) / bins_per_sample;
-    edges[bins - 1] = period_samples;
-    for (std::size_t i = 0; i < n;) {
-      const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * bins_per_sample));
-      const double ahead = edges[b] - phase;  // samples j >= 0 with phase + j < edge: ceil(ahead)
-      auto len = static_cast<std::size_t>(std::max(ahead, 0.0));
-      len += static_cast<double>(len) < ahead;
-      len = std::min(n - i, std::max<std::size_t>(1, len));
+    if (runs.n != n || runs.period_samples != period_samples) {
+      runs.n = n;
+      runs.period_samples = period_samples;
+      runs.bin.clear();
+      runs.len.clear();
+      std::vector<double> edges(bins);  // phase where each bin ends
+      for (std::size_t b = 0; b + 1 < bins; ++b) edges[b] = static_cast<double>(b + 1) / bins_per_sample;
+      edges[bins - 1] = period_samples;
+      for (std::size_t i = 0; i < n;) {
+        const auto b = std::min(bins - 1, static_cast<std::size_t>(phase * bins_per_sample));
+        const double ahead = edges[b] - phase;  // samples j >= 0 with phase + j < edge: ceil(ahead)
+        auto len = static_cast<std::size_t>(std::max(ahead, 0.0));
+        len += static_cast<double>(len) < ahead;
+        len = std::min(n - i, std::max<std::size_t>(1, len));
+        runs.bin.push_back(static_cast<std::uint32_t>(b));
+        runs.len.push_back(len);
+        i += len;
+        phase += static_cast<double>(len);
+        if (phase >= period_samples) phase -= period_samples;
+      }
+    }
+    for (std::size_t r = 0, i = 0; r < runs.bin.size(); ++r) {
+      const std::size_t b = runs.bin[r], len = runs.len[r];
       sum[b] += signal::sum(raw.subspan(i, len));
       count[b] += len;
       i += len;
-      phase += static_cast<double>(len);
-      if (phase >= period_samples) phase -= period_samples;
     }
     n_done = n;
   }
@@ -1104,8 +1116,9 @@ double profile_amplitude(std::span<const double> raw, double period_samples) {
 // as a step (each one skipped is <= 1e-9 (max |reading| + 1), and there are at most 4,095), so
 // step <= d. Else the exact step. The radix sort of 4,096 continuous readings per voting channel
 // was 3 % of a 24 h detection.
-bool profile_resolved(std::span<const double> raw, std::span<const double> readings, double period_samples) {
-  const double amplitude = profile_amplitude(raw, period_samples);
+bool profile_resolved(std::span<const double> raw, std::span<const double> readings, double period_samples,
+                      FoldRuns& runs) {
+  const double amplitude = profile_amplitude(raw, period_samples, runs);
   double biggest = 0;
   std::array<double, 256> subset;
   std::size_t taken = 0;
@@ -1870,6 +1883,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
   // Channels that vote: periodic at this period. Evidence counts by ACF^2, and only from
   // channels whose signature goes beyond reading flicker.
   double evidence = 0, resolved_evidence = 0;
+  FoldRuns fold_runs;  // the channels' flicker profiles share one window length and period
   for (std::size_t c = 0; c < an.metrics.size(); ++c) {
     if (ref.per_channel.empty() || ref.per_channel[c] < 0.15) continue;
     seg.channels.emplace_back(info(an.metrics[c]).tag);
@@ -1880,7 +1894,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
       const auto raw = u.values.subspan(region.begin, region.size());
       const Channel* original = trace.find(u.metric);
       const std::span<const double> readings = original ? std::span<const double>(original->values) : raw;
-      if (profile_resolved(raw, readings, period_samples)) resolved_evidence += e;
+      if (profile_resolved(raw, readings, period_samples, fold_runs)) resolved_evidence += e;
     }
   }
 
@@ -2041,6 +2055,11 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
 
 namespace detail {
 bool set_acf_level_skip(bool on) { return g_acf_level_skip.exchange(on); }
+double profile_amplitude(std::span<const double> raw, double period_samples, bool shared) {
+  thread_local FoldRuns cache;
+  FoldRuns fresh;
+  return epochcast::profile_amplitude(raw, period_samples, shared ? cache : fresh);
+}
 std::size_t last_skipped_acf_levels() { return t_skipped_acf_levels; }
 }  // namespace detail
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 namespace epochcast::detail {
 
@@ -10,5 +11,9 @@ namespace epochcast::detail {
 bool set_acf_level_skip(bool on);
 // How many pyramid levels' ACF the last propose_periods on this thread left out.
 std::size_t last_skipped_acf_levels();
+// The flicker check's epoch-profile amplitude of `raw` at `period_samples` (samples). With
+// `shared`, the runs of samples per bin are kept in one per-thread cache across calls and reused
+// when the window length and period match, as detection does across its channels; without, made afresh.
+double profile_amplitude(std::span<const double> raw, double period_samples, bool shared);
 
 }  // namespace epochcast::detail

@@ -103,6 +103,12 @@ struct SampleLayout {
 SampleLayout sample_layout(std::size_t n, std::size_t max_count = 16384);
 // x at the layout's indices, in order.
 void gather(std::span<const double> x, const SampleLayout& layout, std::vector<double>& out);
+// Least-squares sums over a gathered block subsample (`sample`, blocks of layout.block): block j's
+// value t has the centred index x = (start(j) + tm - im) - tm, then + 1 per value as a running
+// sum (tm = (block - 1) / 2). `sy` and `sxy` are four partial sums by t mod 4, each in block
+// order, added as (0 + 1) + (2 + 3); `sxx` gets block * d_j^2 added in block order.
+void block_line_sums(std::span<const double> sample, const SampleLayout& layout, double im, double& sy, double& sxy,
+                     double& sxx);
 
 // x[k] -= intercept + slope * i for the layout's sample index i of each x[k] (x = gather()'s
 // output), and x[k] = |x[k] - m|: the z-score step's residuals and absolute deviations, two

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "../../../src/epoch/detect_internal.hpp"
 #include "epochcast/epoch/detect.hpp"
@@ -66,6 +69,36 @@ TEST(AcfLevelSkip, ShortPeriodsKeepEveryLevel) {
       EXPECT_EQ(b.skip.epochs.size(), b.full.epochs.size());
     }
   }
+}
+
+// The flicker profile's runs of samples per bin are made once per window length and period and
+// reused by the next channel (detect.cpp, FoldRuns): every call through the shared cache, in an
+// order that changes the length, the period or both between calls and comes back to earlier
+// ones, returns the bits of a call with its runs made afresh. (Fails when the cache is reused
+// without comparing the period: "n 70000 period 6002.5: 20.156468531468533 vs 20.36508392891372".
+// Only periods over 1,024 samples, 4+ samples per bin, take the runs.)
+TEST(FlickerProfile, SharedBinRunsGiveTheAmplitudeOfFreshOnes) {
+  std::mt19937_64 rng(17);
+  std::vector<std::vector<double>> channels(3);
+  for (auto& c : channels) {
+    c.resize(200000);
+    for (std::size_t i = 0; i < c.size(); ++i)
+      c[i] = std::round(50 + 20 * std::sin(static_cast<double>(i) * 0.00105) +
+                        std::normal_distribution<double>(0, 3)(rng));
+  }
+  std::size_t calls = 0;
+  for (int round = 0; round < 2; ++round)
+    for (std::size_t n : {70000u, 70000u, 65536u, 200000u, 1000u})
+      for (double period : {5996.034284838618, 5996.034284838618, 6002.5, 1100.0, 40000.0, 600.25, 2.5})
+        for (const auto& c : channels) {
+          const std::span<const double> raw(c.data(), n);
+          const double shared = detail::profile_amplitude(raw, period, true);
+          const double fresh = detail::profile_amplitude(raw, period, false);
+          ASSERT_EQ(std::memcmp(&shared, &fresh, sizeof shared), 0)
+              << "n " << n << " period " << period << ": " << shared << " vs " << fresh;
+          ++calls;
+        }
+  EXPECT_EQ(calls, 210u);
 }
 
 }  // namespace

@@ -656,6 +656,120 @@ TEST_P(SignalPaths, QuantileBracketIsBitIdentical) {
     }
 }
 
+// Round 8's quantile (one pivot bracket, then nth_element over the kept values in input order),
+// the reference for the second bracket round: the same bits, signed zeros included.
+double quantile_one_bracket(const std::vector<double>& x, double q) {
+  const std::size_t n = x.size();
+  const auto k = static_cast<std::size_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(n - 1) + 0.5);
+  constexpr std::size_t kPivots = 256, kMargin = 20;
+  if (n >= 8 * kPivots) {
+    std::array<double, kPivots> piv;
+    const std::size_t step = static_cast<std::size_t>(0.6180339887498949 * static_cast<double>(n)) | 1;
+    for (std::size_t j = 0, at = 0; j < kPivots; ++j) {
+      piv[j] = x[at];
+      at += step;
+      if (at >= n) at -= n;
+    }
+    const std::size_t at = k * (kPivots - 1) / (n - 1);
+    const std::size_t r_lo = at >= kMargin ? at - kMargin : 0, r_hi = std::min(kPivots - 1, at + kMargin);
+    std::nth_element(piv.begin(), piv.begin() + static_cast<std::ptrdiff_t>(r_hi), piv.end());
+    std::nth_element(piv.begin(), piv.begin() + static_cast<std::ptrdiff_t>(r_lo),
+                     piv.begin() + static_cast<std::ptrdiff_t>(r_hi));
+    const double lo = piv[r_lo], hi = piv[r_hi];
+    std::vector<double> kept;
+    std::size_t below = 0, at_lo = 0, at_hi = 0;
+    for (double v : x) {
+      if (v > lo && v < hi) kept.push_back(v);
+      below += v < lo;
+      at_lo += v == lo;
+      at_hi += v == hi;
+    }
+    if (lo == hi) at_hi = 0;
+    if (k >= below) {
+      std::size_t r = k - below;
+      if (r < at_lo) return lo;
+      r -= at_lo;
+      if (r < kept.size()) {
+        std::nth_element(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(r), kept.end());
+        return kept[r];
+      }
+      if (r - kept.size() < at_hi) return hi;
+    }
+  }
+  std::vector<double> copy = x;
+  std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(k), copy.end());
+  return copy[k];
+}
+
+// The second bracket (over the kept values, when 2,048 or more are kept: inputs of ~13,000 and
+// up) returns round 8's bits on every path: sizes around the threshold and 16,384 (the block
+// subsample) with every vector tail, continuous values, ties, zeros of both signs where the
+// quantile lands (the fall-back to nth_element decides their sign), values on the pivots.
+TEST_P(Signal, QuantileSecondBracketMatchesOneBracketSelection) {
+  std::mt19937_64 rng(31);
+  std::size_t second_round = 0;
+  for (std::size_t n : {2047u, 2048u, 12000u, 13100u, 13200u, 16377u, 16378u, 16379u, 16380u, 16381u, 16382u, 16383u,
+                        16384u, 16385u, 16391u, 20000u, 65537u})
+    for (int kind = 0; kind < 5; ++kind) {
+      std::vector<double> x(n);
+      for (auto& v : x) {
+        const int u = std::uniform_int_distribution<int>(0, 19)(rng);
+        const double c = std::uniform_real_distribution<double>(-1, 1)(rng);
+        switch (kind) {
+          case 0: v = c; break;
+          case 1: v = u == 0 ? -0.0 : u == 1 ? 0.0 : c; break;                       // 10 % zeros at the median
+          case 2: v = static_cast<double>(u % 7) - 3.0; break;                        // heavy ties
+          case 3: v = u < 3 ? (u == 0 ? -0.0 : 0.0) : std::abs(c) * (u < 11 ? -1 : 1);  // 15 % zeros
+          default: v = std::round(c * 300) / 100; break;                              // 601 levels, some ties
+        }
+      }
+      second_round += n >= 13200;
+      for (double q : {0.0, 0.01, 0.25, 0.5, 0.5 + 0.5 / static_cast<double>(n), 0.77, 0.99, 1.0}) {
+        const double got = quantile(x, q), want = quantile_one_bracket(x, q);
+        ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+            << "n " << n << " kind " << kind << " q " << q << ": " << got << " vs " << want;
+      }
+    }
+  EXPECT_GT(second_round, 0u);
+}
+
+// The block subsample's line sums (partial sums in registers, four blocks' index chains side by
+// side) against the loop they replace, bit for bit: block counts that leave 0-3 blocks for the
+// tail, a block of 1 (the plain loop), fractional mean indices, an infinite value. (Fails when
+// the fast path folds the partial sums in another order: "n 1000 max 64 ... 3829.6441760876396
+// vs 3829.6441760876401".)
+TEST_P(Signal, BlockLineSumsMatchRunningIndexLoop) {
+  std::mt19937_64 rng(5);
+  for (std::size_t n : {40u, 1000u, 70000u, 864000u, 3000001u})
+    for (std::size_t max_count : {16u, 31u, 32u, 48u, 64u, 80u, 96u, 112u, 4096u, 16368u, 16384u, 16400u}) {
+      const SampleLayout layout = sample_layout(n, max_count);
+      std::vector<double> sample(layout.size());
+      for (auto& v : sample) v = std::uniform_real_distribution<double>(-50, 150)(rng);
+      if (sample.size() > 7 && n == 70000) sample[7] = std::numeric_limits<double>::infinity();
+      for (double im : {0.0, 0.5 * static_cast<double>(n), 0.5 * static_cast<double>(n) + 0.3183098861837907,
+                        static_cast<double>(n) / 3.0}) {
+        const auto bl = static_cast<double>(layout.block), tm = 0.5 * (bl - 1);
+        std::array<double, 4> sy4{}, sxy4{};
+        double want_sxx = 1.25;
+        for (std::size_t j = 0, k = 0; j < layout.blocks; ++j) {
+          const double d = static_cast<double>(layout.start(j)) + tm - im;
+          want_sxx += bl * d * d;
+          double x = d - tm;
+          for (std::size_t t = 0; t < layout.block; ++t, ++k, x += 1) {
+            sy4[t % 4] += sample[k];
+            sxy4[t % 4] += x * sample[k];
+          }
+        }
+        const std::vector<double> want{(sy4[0] + sy4[1]) + (sy4[2] + sy4[3]), (sxy4[0] + sxy4[1]) + (sxy4[2] + sxy4[3]),
+                                       want_sxx};
+        double sy = 0, sxy = 0, sxx = 1.25;
+        block_line_sums(sample, layout, im, sy, sxy, sxx);
+        expect_same_bits(std::vector<double>{sy, sxy, sxx}, want,
+                         "n " + std::to_string(n) + " max " + std::to_string(max_count) + " im " + std::to_string(im));
+      }
+    }
+}
+
 TEST_P(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
   for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 15u, 16u, 17u, 31u, 33u, 64u, 1001u,
                         4099u, 32768u}) {
