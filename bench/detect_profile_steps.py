@@ -14,7 +14,7 @@ def groups(f):
     g = {}
     rules = [('parse (excluded)', r'TraceParser|parse_timestamp|memchr|from_chars|parse_clock|split_csv|commit_row|read_trace|strto|_copy_to_iter|read_file|getline|fast_float'),
              ('z-score sweep', r'pyramid_blocks|affine_clip_pyramid'),
-             ('ACF windows + halve', r'centred_autocorrelation|highpass_interior|autocorrelation_avx512|autocorrelation_avx2|autocorrelation_base|add_to_|halve_|subtract_moving_average|combined_acf|propose_periods|acf_'),
+             ('ACF windows + halve', r'centred_autocorrelation|highpass_interior|autocorrelation_avx2|autocorrelation_base|add_to_|halve_|subtract_moving_average|combined_acf|propose_periods|acf_'),
              ('timestamps + busy runs', r'time_sweep|busy_bits|runs_above|check_timestamps|all_inside'),
              ('block subsample (gather, line, residuals)', r'gather|robust_z_pyramid|memmove|subtract_line|abs_deviation'),
              ('flicker check', r'profile_amplitude|profile_resolved|smallest_step|signal::sum|toggles_between'),

@@ -1213,80 +1213,6 @@ EPOCHCAST_AVX2 void autocorrelation_avx2(const double* p, std::size_t n, std::si
   for (; k + 3 <= hi && k + 3 < n; k += 4) groups(k, false);
   for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
 }
-
-// The AVX2 sweep's sums with half the instructions: one 512-bit accumulator holds lag k+j's
-// four lanes (low half) and lag k+j+4's (high half), so p[i+k+j .. i+k+j+7] is one load and
-// x[i..i+3] is broadcast to both halves. Each lane adds the same products in the same order as
-// the AVX2 (and baseline) lane, and each group of four lags stops at its own bound.
-EPOCHCAST_AVX512 void autocorrelation_avx512(const double* p, std::size_t n, std::size_t lo, std::size_t hi,
-                                             double* out) {
-  auto dot = [p](std::size_t m, std::size_t k) __attribute__((always_inline, target("avx2"))) {
-    V4 s01 = splat4(0), s23 = splat4(0);
-    std::size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-      s01 += load4(p + i) * load4(p + i + k);
-      s23 += load4(p + i + 4) * load4(p + i + 4 + k);
-    }
-    double s = hsum((lo2(s01) + hi2(s01)) + (lo2(s23) + hi2(s23)));
-    for (; i < m; ++i) s += p[i] * p[i + k];
-    return s;
-  };
-  const double energy = dot(n, 0);
-  if (!(energy > 0)) return;
-  auto finish = [&](std::size_t k0, std::size_t from, const std::array<V4, 4>& acc)
-                    __attribute__((always_inline, target("avx2"))) {
-    for (std::size_t j = 0; j < 4; ++j) {
-      double s = hsum(lo2(acc[j]) + hi2(acc[j]));
-      for (std::size_t t = from; t + k0 + j < n; ++t) s += p[t] * p[t + k0 + j];
-      out[k0 + j - lo] = s / energy;
-    }
-  };
-  std::size_t k = lo;
-  for (; k + 7 <= hi && k + 7 < n; k += 8) {
-    const std::size_t m = n - (k + 3), m8 = n - (k + 7);
-    V8 c0 = splat8(0), c1 = splat8(0), c2 = splat8(0), c3 = splat8(0);
-    std::size_t i = 0;
-    for (; i + 4 <= m8; i += 4) {
-      const V4 x4 = load4(p + i);
-      const V8 x = __builtin_shufflevector(x4, x4, 0, 1, 2, 3, 0, 1, 2, 3);
-      const double* q = p + i + k;
-      c0 += x * load8(q);
-      c1 += x * load8(q + 1);
-      c2 += x * load8(q + 2);
-      c3 += x * load8(q + 3);
-    }
-    const std::size_t i8 = i;
-    V4 a0 = __builtin_shufflevector(c0, c0, 0, 1, 2, 3), a1 = __builtin_shufflevector(c1, c1, 0, 1, 2, 3);
-    V4 a2 = __builtin_shufflevector(c2, c2, 0, 1, 2, 3), a3 = __builtin_shufflevector(c3, c3, 0, 1, 2, 3);
-    for (; i + 4 <= m; i += 4) {
-      const V4 x = load4(p + i);
-      const double* q = p + i + k;
-      a0 += x * load4(q);
-      a1 += x * load4(q + 1);
-      a2 += x * load4(q + 2);
-      a3 += x * load4(q + 3);
-    }
-    finish(k, i, {a0, a1, a2, a3});
-    finish(k + 4, i8,
-           {__builtin_shufflevector(c0, c0, 4, 5, 6, 7), __builtin_shufflevector(c1, c1, 4, 5, 6, 7),
-            __builtin_shufflevector(c2, c2, 4, 5, 6, 7), __builtin_shufflevector(c3, c3, 4, 5, 6, 7)});
-  }
-  for (; k + 3 <= hi && k + 3 < n; k += 4) {
-    const std::size_t m = n - (k + 3);
-    V4 a0 = splat4(0), a1 = splat4(0), a2 = splat4(0), a3 = splat4(0);
-    std::size_t i = 0;
-    for (; i + 4 <= m; i += 4) {
-      const V4 x = load4(p + i);
-      const double* q = p + i + k;
-      a0 += x * load4(q);
-      a1 += x * load4(q + 1);
-      a2 += x * load4(q + 2);
-      a3 += x * load4(q + 3);
-    }
-    finish(k, i, {a0, a1, a2, a3});
-  }
-  for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
-}
 #endif
 }  // namespace
 
@@ -1295,7 +1221,6 @@ void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
   out.assign(hi >= lo ? hi - lo + 1 : 0, 0.0);
   if (out.empty()) return;
 #if EPOCHCAST_AVX2_DISPATCH
-  if (use_avx512()) return autocorrelation_avx512(x.data(), x.size(), lo, hi, out.data());
   if (use_avx2()) return autocorrelation_avx2(x.data(), x.size(), lo, hi, out.data());
 #endif
   autocorrelation_base(x.data(), x.size(), lo, hi, out.data());
