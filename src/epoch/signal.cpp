@@ -67,8 +67,8 @@ EPOCHCAST_AVX2 inline V2 lo2(V4 v) { return __builtin_shufflevector(v, v, 0, 1);
 EPOCHCAST_AVX2 inline V2 hi2(V4 v) { return __builtin_shufflevector(v, v, 2, 3); }
 
 // Eight doubles per operation (AVX-512 F/DQ/VL/BW), chosen only after simd() picked AVX-512.
-// Zen 4 runs a 512-bit operation as two 256-bit halves, so the gain is in instructions (half
-// as many where a loop is bound by the front end) and mask registers, not in arithmetic.
+// The gain measured is in instructions (half as many where a loop is bound by the front end)
+// and mask registers; Zen 4 runs a 512-bit operation as two 256-bit halves.
 // No FMA here either (fp-contract off above; checked in the disassembly).
 #define EPOCHCAST_AVX512 __attribute__((target("avx2,avx512f,avx512dq,avx512vl,avx512bw")))
 using V8 = double __attribute__((vector_size(64)));
@@ -616,7 +616,7 @@ EPOCHCAST_AVX2 void bracket_avx2(const double* x, std::size_t n, double lo, doub
   bracket_base(x + i, n - i, lo, hi, kept, m, below, at_lo, at_hi);
 }
 // Eight values per compare into mask registers; the kept lanes are packed to the front in
-// order by vcompresspd into a register (the memory form is microcoded on Zen 4) and stored
+// order by vcompresspd into a register (the memory form is microcoded on AMD's Zen 4) and stored
 // whole, `kept` having 8 spare. Same kept values in the same order as the other paths.
 EPOCHCAST_AVX512 void bracket_avx512(const double* x, std::size_t n, double lo, double hi, double* kept, std::size_t& m,
                                      std::size_t& below, std::size_t& at_lo, std::size_t& at_hi) {
