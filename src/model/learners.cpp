@@ -797,7 +797,7 @@ class ExtraTreesLearner final : public Learner {
     // Each tree has its own generator seeded from (seed, tree): same result for any thread count.
     auto work = [&](int first, int step) {
       Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows * kLanes),
-                      std::vector<std::int64_t>(x.rows), std::vector<double>(x.rows), std::vector<std::uint32_t>(x.cols),
+                      std::vector<std::int64_t>(x.rows), std::vector<std::uint32_t>(x.cols),
                       std::vector<std::uint32_t>(x.cols + kLanes), std::vector<double>(x.cols + kLanes),
                       std::vector<char>(x.cols, 0), {}, std::vector<char>(x.rows),
                       std::vector<std::uint32_t>(x.rows), std::vector<double>(x.cols + kLanes),
@@ -805,18 +805,10 @@ class ExtraTreesLearner final : public Learner {
       for (int t = first; t < trees_wanted_; t += step) {
         FastRng rng(seed * 1000003ULL + static_cast<std::uint64_t>(t));
         std::iota(scratch.idx.begin(), scratch.idx.end(), 0U);
-        std::copy(y_fixed.begin(), y_fixed.end(), scratch.y.begin());
-        std::copy(y.begin(), y.end(), scratch.yd.begin());
-        double sum = 0;  // in row order, as every node's mean (the children's: see build)
-        std::int64_t sum_fixed = 0;
-        for (std::size_t i = 0; i < x.rows; ++i) {
-          sum += y[i];
-          sum_fixed += y_fixed[i];
-        }
         auto& nodes = trees_[static_cast<std::size_t>(t)];
         auto& flat = flat_trees[static_cast<std::size_t>(t)];
         flat.assign(1, {});
-        build(data, 0, x.rows, sum, sum_fixed, nodes, flat, 0, rng, scratch);
+        build(data, 0, x.rows, nodes, flat, 0, rng, scratch);
       }
     };
     std::vector<std::thread> pool;
@@ -936,10 +928,7 @@ class ExtraTreesLearner final : public Learner {
   struct Scratch {
     std::vector<std::uint32_t> idx;  // the rows, partitioned node by node
     std::vector<double> values;      // a group of candidate features of the node's rows, row by row
-    // The rows' labels, fixed point and as given, in `idx`'s order (the partition moves them
-    // with the rows): a node's are contiguous, no gather through idx.
-    std::vector<std::int64_t> y;
-    std::vector<double> yd;
+    std::vector<std::int64_t> y;     // the node's labels, fixed point
     std::vector<std::uint32_t> order;
     std::vector<std::uint32_t> active;  // the candidates not known constant, in order
     std::vector<double> u;              // their threshold draws
@@ -960,15 +949,19 @@ class ExtraTreesLearner final : public Learner {
 
   // Builds the node's subtree in preorder into `nodes` (the model file's layout) and into `flat`
   // (prediction layout) from `slot` on.
-  // `sum` is the sum of the node's labels added in row order (its mean goes into the file, so the
-  // order is fixed), `sum_fixed` the same in fixed point; the parent computes both children's in
-  // one pass (two independent chains of dependent adds instead of one in each child).
-  int build(const Data& d, std::size_t begin, std::size_t end, double sum, std::int64_t sum_fixed,
-            std::vector<Node>& nodes, std::vector<FlatNode>& flat, std::uint32_t slot, FastRng& rng, Scratch& s) {
+  int build(const Data& d, std::size_t begin, std::size_t end, std::vector<Node>& nodes,
+            std::vector<FlatNode>& flat, std::uint32_t slot, FastRng& rng, Scratch& s) {
     const std::size_t n = end - begin;
     const std::uint32_t* idx = s.idx.data() + begin;
-    const std::int64_t* yv = s.y.data() + begin;
+    std::int64_t* yv = s.y.data();
     double* vals = s.values.data();
+    double sum = 0;
+    std::int64_t sum_fixed = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      sum += d.y[idx[i]];
+      yv[i] = d.y_fixed[idx[i]];
+      sum_fixed += yv[i];
+    }
     const int id = static_cast<int>(nodes.size());
     nodes.push_back(Node{-1, 0, -1, -1, sum / static_cast<double>(n)});
     flat[slot] = {sum / static_cast<double>(n), -1, 0};
@@ -998,35 +991,14 @@ class ExtraTreesLearner final : public Learner {
       unmark(s, marked_before);
       return id;
     }
-    const std::size_t left_n =
-        partition_like_std(s.idx.data() + begin, s.y.data() + begin, s.yd.data() + begin, n,
-                           d.x + static_cast<std::size_t>(best_feature), d.cols, best_threshold, s.side.data(),
-                           s.slots.data());
-    const std::size_t mid = begin + left_n;
-    // Both children's label sums, each in its rows' order, side by side.
-    double left_sum = 0, right_sum = 0;
-    std::int64_t left_fixed = 0;
-    {
-      const double* const ly = s.yd.data() + begin;
-      const double* const ry = ly + left_n;
-      const std::int64_t* const lf = s.y.data() + begin;
-      const std::size_t right_n = n - left_n, both = std::min(left_n, right_n);
-      for (std::size_t i = 0; i < both; ++i) {
-        left_sum += ly[i];
-        right_sum += ry[i];
-        left_fixed += lf[i];
-      }
-      for (std::size_t i = both; i < left_n; ++i) {
-        left_sum += ly[i];
-        left_fixed += lf[i];
-      }
-      for (std::size_t i = both; i < right_n; ++i) right_sum += ry[i];
-    }
+    const std::size_t mid =
+        begin + partition_like_std(s.idx.data() + begin, n, d.x + static_cast<std::size_t>(best_feature), d.cols,
+                                   best_threshold, s.side.data(), s.slots.data());
     const auto kids = static_cast<std::uint32_t>(flat.size());
     flat.resize(flat.size() + 2);
     flat[slot] = {best_threshold, best_feature, kids};
-    const int left = build(d, begin, mid, left_sum, left_fixed, nodes, flat, kids, rng, s);
-    const int right = build(d, mid, end, right_sum, sum_fixed - left_fixed, nodes, flat, kids + 1, rng, s);
+    const int left = build(d, begin, mid, nodes, flat, kids, rng, s);
+    const int right = build(d, mid, end, nodes, flat, kids + 1, rng, s);
     unmark(s, marked_before);
     Node& node = nodes[static_cast<std::size_t>(id)];
     node.feature = best_feature;
@@ -1040,10 +1012,8 @@ class ExtraTreesLearner final : public Learner {
   // are summed in it), without its branches, which the random side of each row mispredicted
   // (a third of build() in perf). std::partition swaps the k-th row from the left that belongs
   // right with the k-th row from the right that belongs left, until they meet at the left count.
-  // The rows' labels (`yf`, `yd`) move with them.
-  static std::size_t partition_like_std(std::uint32_t* idx, std::int64_t* yf, double* yd, std::size_t n,
-                                        const double* col, std::size_t stride, double t, char* side,
-                                        std::uint32_t* slots) {
+  static std::size_t partition_like_std(std::uint32_t* idx, std::size_t n, const double* col, std::size_t stride,
+                                        double t, char* side, std::uint32_t* slots) {
     std::size_t left = 0;
     for (std::size_t i = 0; i < n; ++i) {
       side[i] = col[static_cast<std::size_t>(idx[i]) * stride] <= t;
@@ -1059,12 +1029,7 @@ class ExtraTreesLearner final : public Learner {
       from_right[in_right] = static_cast<std::uint32_t>(i);
       in_right += static_cast<std::size_t>(side[i]);
     }
-    for (std::size_t k = 0; k < out_left; ++k) {
-      const std::uint32_t a = slots[k], b = from_right[k];
-      std::swap(idx[a], idx[b]);
-      std::swap(yf[a], yf[b]);
-      std::swap(yd[a], yd[b]);
-    }
+    for (std::size_t k = 0; k < out_left; ++k) std::swap(idx[slots[k]], idx[from_right[k]]);
     return left;
   }
 
