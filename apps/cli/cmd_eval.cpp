@@ -106,6 +106,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print one JSON object");
   cmd->callback([opt] {
+    keep_heap_slack();
     // Opened first: a path that cannot be written fails before minutes of fitting, not after.
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> predictions(nullptr, &std::fclose);
     if (!opt->predictions.empty()) {

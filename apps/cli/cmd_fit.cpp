@@ -76,6 +76,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->callback([opt] {
+    keep_heap_slack();
     check_output_path(opt->output);
     const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
     DatasetOptions dopt;

@@ -148,7 +148,10 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");
   cmd->add_option("--prices", opts->prices, "price catalog CSV (default: the bundled data/prices.csv)");
   add_trace_options(cmd, opts->input);
-  cmd->callback([opts] { run_predict(*opts); });
+  cmd->callback([opts] {
+    keep_heap_slack();  // fits the default model on first use
+    run_predict(*opts);
+  });
 }
 
 }  // namespace epochcast::cli

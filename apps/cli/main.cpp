@@ -6,10 +6,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
 
@@ -47,15 +43,6 @@ int check_stdout() {
 }  // namespace
 
 int main(int argc, char** argv) {
-#if defined(__GLIBC__)
-  // A stack fit allocates and frees the same working sets (extra trees' nodes and row copies,
-  // kernel ridge's n×256 matrices, XGBoost's buffers) dozens of times on two threads; glibc gives
-  // the freed top of each heap back to the system and the next allocation faults it in again
-  // (~9 % of a fit's CPU, most of it in the kernel's page-fault path). Keeping 64 MiB of slack
-  // at the top of each heap keeps those pages; untouched slack costs no resident memory.
-  // (EPOCHCAST_MALLOC_DEFAULT=1 leaves glibc's default, for measuring.)
-  if (std::getenv("EPOCHCAST_MALLOC_DEFAULT") == nullptr) mallopt(M_TOP_PAD, 64 << 20);
-#endif
   CLI::App app{"epochcast: predict the epoch time of a training job on every GPU type\n"
                "from the hardware metrics of one run."};
   app.set_version_flag("--version", EPOCHCAST_VERSION);

@@ -91,7 +91,8 @@ bool simd_available(Simd s) {
   __builtin_cpu_init();
   // Both also check that the OS saves the registers (YMM; ZMM and the mask registers).
   if (s == Simd::kAvx2) return __builtin_cpu_supports("avx2");
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
+  // FMA too: target("avx512f") lets GCC contract into VEX-encoded FMA (CPUID's FMA bit).
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx512f") &&
          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512bw");
 #else

@@ -710,7 +710,11 @@ bool tree_simd_available(TreeSimd s) {
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the YMM / ZMM and mask registers.
   if (s == TreeSimd::kAvx2) return __builtin_cpu_supports("avx2") != 0;
-  return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
+  // target("avx512f") lets GCC emit AVX2 and VEX-encoded FMA instructions as well (avx512f
+  // implies them to the compiler, not to CPUID: a hypervisor can hide AVX2 or FMA and show
+  // AVX-512), so the AVX-512 path asks for them too, as signal.cpp's does for AVX2.
+  return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0 &&
+         __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
          __builtin_cpu_supports("avx512vl") != 0;
 #else
   return false;
@@ -1285,7 +1289,10 @@ double kernel_value(double d2, double inv_l2, bool matern) {
 // and the processor has FMA.
 const kernel_math::Fns& kernel_fns() {
 #if EPOCHCAST_TREES_AVX2
-  if (tree_simd() != TreeSimd::kBaseline && __builtin_cpu_supports("fma") != 0) return kernel_math::avx2_fns();
+  // AVX2 and FMA asked for here, not inferred from the tree dispatch (the copy is compiled with
+  // -mavx2 -mfma whatever the trees chose).
+  if (tree_simd() != TreeSimd::kBaseline && __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0)
+    return kernel_math::avx2_fns();
 #endif
   return kernel_math::baseline_fns();
 }
