@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Prototype harness behind docs/model.md "Not kept (second round)": the scikit-learn stack of
+"""Prototype harness behind docs/journal/model.md "Not kept (second round)": the scikit-learn stack of
 compare_sklearn.py with its inner out-of-fold matrices cached per outer fold, so meta-learner
 variants (NNLS, LAD, mean-APE) cost nothing; --features base|eff|eff2|eff3 adds candidate
-columns to the pair table (none of them in the default model: docs/model.md, "Eight more
+columns to the pair table (none of them in the default model: docs/journal/model.md, "Eight more
 source-run columns"), WINS=q winsorises the learners' target. Caches under /tmp/acc/.
   mkdir -p /tmp/acc; /usr/bin/python3 bench/accuracy_ideas.py --protocol lomo --features eff3
 """

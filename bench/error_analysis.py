@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the held-out error is (docs/model.md, "Error analysis"): absolute percentage error of
+"""Where the held-out error is (docs/journal/model.md, "Error analysis"): absolute percentage error of
 out-of-fold predictions by held-out CNN, GPU pair, batch size, image size and how busy the source
 run is; which pairs carry half of the error; and whether anything in the source run's metrics
 predicts them (per-feature AUC for the worst 10 %, and the per-run effect c(run) of

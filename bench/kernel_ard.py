@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prototype behind docs/model.md "ARD kernel ridge, measured and not kept": kernel ridge alone
+"""Prototype behind docs/journal/model.md "ARD kernel ridge, measured and not kept": kernel ridge alone
 (the C++ learner's Nystrom basis of 256 rows, kNN columns, length scale / lambda grid by CV grouped
 by --inner), isotropic ("iso") against per-column weights ("cvN": N greedy passes over the
 columns, each weight x0 / x0.5 / x2 kept when the grouped-CV error drops). Prints MAPE of
