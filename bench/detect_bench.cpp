@@ -11,17 +11,19 @@
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
 //                                      4/5/6/8/12 x seeds 0-99: false finds, wrong finds (verbose:
 //                                      every find with its reason)
-//   detect_bench --variants [--seeds N] [--only TEXT] [--json FILE] [--verbose]   the six real
+//   detect_bench --variants [--seeds N] [--only TEXT] [--json FILE] [--verbose] [--write DIR]   the six real
 //                                      traces as another run or collector would give them
 //                                      (decimated, averaged, cropped, fewer channels, jittered,
 //                                      rows dropped, clock steps, dcgmi / canonical copies),
 //                                      scored against truth.json (tests/unit/epoch/variants.hpp);
-//                                      random variants over seeds 1..N (default 3)
+//                                      random variants over seeds 1..N (default 3); --write: each
+//                                      variant as canonical CSV into DIR (for `epochcast detect`)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -476,12 +478,13 @@ int run_null(bool verbose) {
 // trailing '*' marks a view below the floor (< 8 samples per epoch or < 3 epochs in view),
 // where abstaining is right too; ERR an exception. "lost": abstained above the floor where the
 // original is found.
-int run_variants(int seeds, const std::string& json_path, const std::string& only, bool verbose) {
+int run_variants(int seeds, const std::string& json_path, const std::string& only, bool verbose,
+                 const std::string& write_dir) {
   const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
   std::vector<testing::RealBase> bases;
   for (const char* name : testing::kRealTraceNames) bases.push_back(testing::load_real_base(dir, name));
   auto short_name = [](const std::string& n) { return n.substr(0, n.find('_')); };
-  fmt::print("{:<40}", "variant");
+  fmt::print("{:<44}", "variant");
   for (const auto& b : bases) fmt::print(" {:<14}", short_name(b.name));
   fmt::print(" {:>5} {:>5} {:>5} {:>5} {:>5}\n", "right", "WRONG", "abst", "lost", "err");
   nlohmann::json report = nlohmann::json::array();
@@ -492,7 +495,7 @@ int run_variants(int seeds, const std::string& json_path, const std::string& onl
     if (label.find(only) == std::string::npos && spec.group != "original") continue;
     for (int seed = 1; seed <= (spec.random ? seeds : 1); ++seed) {
       const std::string row = spec.random ? fmt::format("{} (seed {})", label, seed) : label;
-      fmt::print("{:<40}", row);
+      fmt::print("{:<44}", row);
       std::size_t right = 0, wrong = 0, abstain = 0, lost = 0, errors = 0;
       std::vector<std::string> details;
       for (std::size_t t = 0; t < bases.size(); ++t) {
@@ -503,6 +506,13 @@ int run_variants(int seeds, const std::string& json_path, const std::string& onl
           const auto v = spec.build(base, static_cast<std::uint64_t>(seed), dir + base.name + ".host.csv");
           const auto seg = detect_epochs(v.trace);
           o = testing::score_variant(base, v, seg);
+          if (!write_dir.empty()) {  // as canonical CSV, for `epochcast detect` and scripts
+            std::string file = row + "." + short_name(base.name) + ".csv";
+            for (char& ch : file)
+              if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.') ch = '_';
+            std::ofstream out(write_dir + "/" + file);
+            write_canonical_csv(v.trace, out);
+          }
         } catch (const std::exception& e) {
           o.error = e.what();
         }
@@ -589,11 +599,13 @@ int main(int argc, char** argv) {
       }
       if (std::strcmp(argv[i], "--variants") == 0) {
         bool verbose = false, seeds_given = false;
+        std::string write_dir;
         for (int j = 1; j < argc; ++j) {
           if (std::strcmp(argv[j], "--verbose") == 0) verbose = true;
           if (std::strcmp(argv[j], "--seeds") == 0) seeds_given = true;
+          if (std::strcmp(argv[j], "--write") == 0 && j + 1 < argc) write_dir = argv[j + 1];
         }
-        return epochcast::run_variants(seeds_given ? seeds : 3, json_path, only, verbose);
+        return epochcast::run_variants(seeds_given ? seeds : 3, json_path, only, verbose, write_dir);
       }
       if (std::strcmp(argv[i], "--null") == 0)
         return epochcast::run_null(i + 1 < argc && std::strcmp(argv[i + 1], "--verbose") == 0);

@@ -129,7 +129,9 @@ inline BuiltVariant stamp_jitter(const BuiltVariant& in, double fraction, std::u
   const double dt = in.trace.median_interval_s();
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-fraction / 2, fraction / 2);
-  for (std::size_t i = 1; i < v.trace.size(); ++i) v.trace.time_s[i] += u(rng) * dt;
+  // Stamps to the millisecond, as every collector here writes them.
+  for (std::size_t i = 1; i < v.trace.size(); ++i)
+    v.trace.time_s[i] = std::round((v.trace.time_s[i] + u(rng) * dt) * 1000) / 1000;
   for (std::size_t i = 1; i < v.trace.size(); ++i)  // monotone (±10 % of dt cannot cross, but stay safe)
     v.trace.time_s[i] = std::max(v.trace.time_s[i], v.trace.time_s[i - 1]);
   return v;
@@ -150,7 +152,7 @@ inline BuiltVariant poll_jitter(const BuiltVariant& in, double fraction, std::ui
   v.trace.first_timestamp = t.first_timestamp;
   std::vector<std::size_t> src;
   std::size_t j = 0;
-  for (double p = 0; p <= t.time_s.back(); p += u(rng) * dt) {
+  for (double p = 0; p <= t.time_s.back(); p = std::round((p + u(rng) * dt) * 1000) / 1000) {  // ms stamps
     while (j + 1 < t.size() && t.time_s[j + 1] <= p) ++j;
     v.trace.time_s.push_back(p);
     v.real_s.push_back(in.real_s[0] + p);
@@ -326,6 +328,9 @@ inline std::vector<VariantSpec> real_variants() {
   });
   add("format", "dcgmi dmon (no host; -d)", [](B b, std::uint64_t, const std::string&) {
     return via_dmon(whole(b.gpu_only), false, "", b.name + ".dmon.log");
+  });
+  add("format", "dcgmi dmon, stamped (no host)", [](B b, std::uint64_t, const std::string&) {
+    return via_dmon(whole(b.gpu_only), true, "", b.name + ".dmon.log");
   });
   add("format", "dcgmi dmon, stamped + host", [](B b, std::uint64_t, const std::string& host) {
     return via_dmon(whole(b.gpu_only), true, host, b.name + ".dmon.log");
