@@ -302,7 +302,7 @@ inline std::vector<VariantSpec> real_variants() {
   add("channels", "without mem util", [](B b, std::uint64_t, const std::string&) {
     return keep_channels(whole(b.with_host), [](Metric m) { return m != Metric::kMemUtil; });
   });
-  add("time", "stamps jittered (±20 % intervals)",
+  add("time", "stamps jittered ±20 %",
       [](B b, std::uint64_t s, const std::string&) { return stamp_jitter(whole(b.with_host), 0.2, s); }, true);
   add("time", "polled at ±20 % intervals",
       [](B b, std::uint64_t s, const std::string&) { return poll_jitter(whole(b.with_host), 0.2, s); }, true);
