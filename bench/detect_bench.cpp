@@ -11,11 +11,19 @@
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
 //                                      4/5/6/8/12 x seeds 0-99: false finds, wrong finds (verbose:
 //                                      every find with its reason)
+//   detect_bench --variants [--seeds N] [--only TEXT] [--json FILE] [--verbose] [--write DIR]   the six real
+//                                      traces as another run or collector would give them
+//                                      (decimated, averaged, cropped, fewer channels, jittered,
+//                                      rows dropped, clock steps, dcgmi / canonical copies),
+//                                      scored against truth.json (tests/unit/epoch/variants.hpp);
+//                                      random variants over seeds 1..N (default 3); --write: each
+//                                      variant as canonical CSV into DIR (for `epochcast detect`)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -29,6 +37,7 @@
 #include <vector>
 
 #include "../tests/unit/epoch/truth.hpp"
+#include "../tests/unit/epoch/variants.hpp"
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/epoch/published.hpp"
 #include "epochcast/epoch/synthetic.hpp"
@@ -462,6 +471,110 @@ int run_null(bool verbose) {
   return 0;
 }
 
+
+// Real-trace variants (docs/detection.md "Real-trace variants"): one row per variant (and seed
+// for the random ones), one cell per trace: R right (found, period within 3 % of truth.json's
+// mean epoch), W wrong (found, more than 3 % off: the failure that matters), a abstained; a
+// trailing '*' marks a view below the floor (< 8 samples per epoch or < 3 epochs in view),
+// where abstaining is right too; ERR an exception. "lost": abstained above the floor where the
+// original is found.
+int run_variants(int seeds, const std::string& json_path, const std::string& only, bool verbose,
+                 const std::string& write_dir) {
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+  std::vector<testing::RealBase> bases;
+  for (const char* name : testing::kRealTraceNames) bases.push_back(testing::load_real_base(dir, name));
+  auto short_name = [](const std::string& n) { return n.substr(0, n.find('_')); };
+  fmt::print("{:<44}", "variant");
+  for (const auto& b : bases) fmt::print(" {:<14}", short_name(b.name));
+  fmt::print(" {:>5} {:>5} {:>5} {:>5} {:>5}\n", "right", "WRONG", "abst", "lost", "err");
+  nlohmann::json report = nlohmann::json::array();
+  std::vector<bool> original_right(bases.size(), false);
+  std::size_t all_right = 0, all_wrong = 0, all_abstain = 0, all_lost = 0, all_err = 0, all_floor_wrong = 0;
+  for (const auto& spec : testing::real_variants()) {
+    const std::string label = spec.group + ": " + spec.name;
+    if (label.find(only) == std::string::npos && spec.group != "original") continue;
+    for (int seed = 1; seed <= (spec.random ? seeds : 1); ++seed) {
+      const std::string row = spec.random ? fmt::format("{} (seed {})", label, seed) : label;
+      fmt::print("{:<44}", row);
+      std::size_t right = 0, wrong = 0, abstain = 0, lost = 0, errors = 0;
+      std::vector<std::string> details;
+      for (std::size_t t = 0; t < bases.size(); ++t) {
+        const auto& base = bases[t];
+        testing::VariantOutcome o;
+        std::string cell;
+        try {
+          const auto v = spec.build(base, static_cast<std::uint64_t>(seed), dir + base.name + ".host.csv");
+          const auto seg = detect_epochs(v.trace);
+          o = testing::score_variant(base, v, seg);
+          if (!write_dir.empty()) {  // as canonical CSV, for `epochcast detect` and scripts
+            std::string file = row + "." + short_name(base.name) + ".csv";
+            for (char& ch : file)
+              if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.') ch = '_';
+            std::ofstream out(write_dir + "/" + file);
+            write_canonical_csv(v.trace, out);
+          }
+        } catch (const std::exception& e) {
+          o.error = e.what();
+        }
+        const char* verdict = !o.error.empty() ? "error" : o.right() ? "right" : o.wrong() ? "WRONG" : "abstain";
+        if (!o.error.empty()) {
+          cell = "ERR";
+          ++errors;
+        } else if (o.right()) {
+          cell = fmt::format("R {:.1f}% {:.2f}", 100 * o.period_err, o.confidence);
+          ++right;
+          if (spec.group == "original") original_right[t] = true;
+        } else if (o.wrong()) {
+          cell = fmt::format("W {:.0f}% {:.2f}", 100 * o.period_err, o.confidence);
+          ++wrong;
+          if (o.below_floor) ++all_floor_wrong;
+        } else {
+          cell = fmt::format("a {:.2f}", o.confidence);
+          ++abstain;
+          if (!o.below_floor && original_right[t]) {
+            ++lost;
+            cell += " lost";
+          }
+        }
+        if (o.below_floor) cell += "*";
+        fmt::print(" {:<14}", cell);
+        if (verbose)
+          details.push_back(fmt::format(
+              "    {:<30} {:<7} period {:.3f} s (candidate {:.3f}; truth {:.3f}) conf {:.2f} bnd {} s, {:.1f} "
+              "samples/epoch, {:.2f} epochs in view{} | {}",
+              base.name, verdict, o.period_s, o.candidate_s, o.truth_period_s, o.confidence, sec(o.boundary_err_s),
+              o.samples_per_epoch, o.epochs_in_view, o.below_floor ? " (below floor)" : "",
+              o.error.empty() ? o.reason : o.error));
+        auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+        report.push_back({{"group", spec.group}, {"variant", spec.name}, {"seed", spec.random ? seed : 0},
+                          {"trace", base.name}, {"verdict", verdict}, {"found", o.found},
+                          {"confidence", o.confidence}, {"period_s", num(o.found ? o.period_s : NAN)},
+                          {"candidate_period_s", num(o.candidate_s > 0 ? o.candidate_s : NAN)},
+                          {"truth_period_s", o.truth_period_s}, {"period_err", num(o.period_err)},
+                          {"median_boundary_err_s", num(o.boundary_err_s)},
+                          {"samples_per_epoch", o.samples_per_epoch}, {"epochs_in_view", o.epochs_in_view},
+                          {"below_floor", o.below_floor}, {"lost", verdict == std::string("abstain") && !o.below_floor && original_right[t]},
+                          {"error", o.error}, {"reason", o.reason}});
+      }
+      fmt::print(" {:>5} {:>5} {:>5} {:>5} {:>5}\n", right, wrong, abstain, lost, errors);
+      for (const auto& d : details) fmt::print("{}\n", d);
+      all_right += right, all_wrong += wrong, all_abstain += abstain, all_lost += lost, all_err += errors;
+    }
+  }
+  fmt::print("ALL: {} right, {} WRONG ({} of them below the floor), {} abstained ({} lost against the original), "
+             "{} errors\n",
+             all_right, all_wrong, all_floor_wrong, all_abstain, all_lost, all_err);
+  if (!json_path.empty())
+    std::ofstream(json_path) << nlohmann::json{{"cells", report},
+                                               {"totals",
+                                                {{"right", all_right}, {"wrong", all_wrong},
+                                                 {"wrong_below_floor", all_floor_wrong}, {"abstain", all_abstain},
+                                                 {"lost", all_lost}, {"errors", all_err}}}}
+                                      .dump(2)
+                             << "\n";
+  return all_err ? 1 : 0;
+}
+
 }  // namespace
 }  // namespace epochcast
 
@@ -483,6 +596,16 @@ int main(int argc, char** argv) {
         for (int j = 1; j < argc; ++j)
           if (std::strcmp(argv[j], "--long") == 0) return epochcast::run_eval_long(seeds, only, verbose);
         return epochcast::run_eval(seeds, json_path, only);
+      }
+      if (std::strcmp(argv[i], "--variants") == 0) {
+        bool verbose = false, seeds_given = false;
+        std::string write_dir;
+        for (int j = 1; j < argc; ++j) {
+          if (std::strcmp(argv[j], "--verbose") == 0) verbose = true;
+          if (std::strcmp(argv[j], "--seeds") == 0) seeds_given = true;
+          if (std::strcmp(argv[j], "--write") == 0 && j + 1 < argc) write_dir = argv[j + 1];
+        }
+        return epochcast::run_variants(seeds_given ? seeds : 3, json_path, only, verbose, write_dir);
       }
       if (std::strcmp(argv[i], "--null") == 0)
         return epochcast::run_null(i + 1 < argc && std::strcmp(argv[i + 1], "--verbose") == 0);
