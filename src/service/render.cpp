@@ -102,6 +102,23 @@ nlohmann::json to_json(const Segmentation& s) {
   };
 }
 
+nlohmann::json to_json(const ModelValidation& v) {
+  nlohmann::json validation = {{"available", v.available}};
+  nlohmann::json protocols = nlohmann::json::array();
+  for (const auto& p : v.protocols)
+    protocols.push_back({{"protocol", p.protocol},
+                         {"pairs", p.pairs},
+                         {"mape_pct", p.mape_pct},
+                         {"median_ape_pct", p.median_ape_pct},
+                         {"p90_ape_pct", p.p90_ape_pct},
+                         {"interval_coverage_pct", p.interval_coverage_pct ? nlohmann::json(*p.interval_coverage_pct)
+                                                                           : nlohmann::json(nullptr)},
+                         {"per_target_gpu", p.per_target_gpu_mape_pct}});
+  validation["protocols"] = std::move(protocols);
+  validation["note"] = v.note;
+  return validation;
+}
+
 nlohmann::json to_json(const PredictReport& r) {
   const double source_epoch_s = r.source.measured_epoch_s;
   nlohmann::json predictions = nlohmann::json::array();
@@ -142,19 +159,6 @@ nlohmann::json to_json(const PredictReport& r) {
   nlohmann::json uncertainty = nlohmann::json::array();
   for (const auto& u : r.uncertainty)
     uncertainty.push_back({{"reason", u.reason}, {"log_half_width", u.log_half_width}});
-  nlohmann::json validation = {{"available", r.validation.available}};
-  nlohmann::json protocols = nlohmann::json::array();
-  for (const auto& p : r.validation.protocols)
-    protocols.push_back({{"protocol", p.protocol},
-                         {"pairs", p.pairs},
-                         {"mape_pct", p.mape_pct},
-                         {"median_ape_pct", p.median_ape_pct},
-                         {"p90_ape_pct", p.p90_ape_pct},
-                         {"interval_coverage_pct", p.interval_coverage_pct ? nlohmann::json(*p.interval_coverage_pct)
-                                                                           : nlohmann::json(nullptr)},
-                         {"per_target_gpu", p.per_target_gpu_mape_pct}});
-  validation["protocols"] = std::move(protocols);
-  validation["note"] = r.validation.note;
   return {
       {"source",
        {{"gpu", r.source.gpu},
@@ -171,7 +175,7 @@ nlohmann::json to_json(const PredictReport& r) {
       {"ranking_by_cost", std::move(by_cost)},
       {"uncertainty", std::move(uncertainty)},
       {"model", r.model},
-      {"validation", std::move(validation)},
+      {"validation", to_json(r.validation)},
       {"warnings", r.warnings},
   };
 }

@@ -162,13 +162,25 @@ Trace read_trace(const std::string& path, const ReadOptions& options) {
   return trace;
 }
 
-Trace read_trace_from_string(std::string_view content, const std::string& name, const ReadOptions& options) {
-  TraceParser parser(name, options, false);
+namespace {
+
+Trace parse_string(std::string_view content, const std::string& name, const ReadOptions& options, bool host) {
+  TraceParser parser(name, options, host);
   parser.set_size_hint(content.size());
   std::string partial;
   feed_lines(parser, partial, content.data(), content.data() + content.size());
   if (!partial.empty()) parser.line(partial, false);
-  Trace trace = parser.finish();
+  return parser.finish();
+}
+
+}  // namespace
+
+Trace read_host_trace_from_string(std::string_view content, const std::string& name) {
+  return parse_string(content, name, ReadOptions{}, true);
+}
+
+Trace read_trace_from_string(std::string_view content, const std::string& name, const ReadOptions& options) {
+  Trace trace = parse_string(content, name, options, false);
   if (!options.host_path.empty()) merge_host_trace(trace, read_stream(options.host_path, ReadOptions{}, true));
   return trace;
 }

@@ -13,6 +13,8 @@ namespace epochcast {
 
 // The `detect --json` object of DESIGN.md.
 [[nodiscard]] nlohmann::json to_json(const Segmentation& segmentation);
+// The model's held-out figures, as under "validation" in the `predict --json` object.
+[[nodiscard]] nlohmann::json to_json(const ModelValidation& validation);
 // The `predict --json` object: {"source", "predictions", "warnings", ...}.
 [[nodiscard]] nlohmann::json to_json(const PredictReport& report);
 // Several traces: {"traces": [report | {"trace", "error"}], "summary": [...]}.

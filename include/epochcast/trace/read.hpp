@@ -49,6 +49,9 @@ struct ReadOptions {
 // The same from memory; `name` is used as the file name in messages and Trace::source.
 [[nodiscard]] Trace read_trace_from_string(std::string_view content, const std::string& name,
                                            const ReadOptions& options = {});
+// A host CSV (timestamp,cpu_util_pct,mem_used_mib) from memory, for merge_host_trace; `name`
+// as above. For the HTTP API, where the host log arrives as a second part of the upload.
+[[nodiscard]] Trace read_host_trace_from_string(std::string_view content, const std::string& name);
 
 // Recognises the format from the first lines of content; kAuto when it is none of ours.
 [[nodiscard]] TraceFormat detect_format(std::string_view head);

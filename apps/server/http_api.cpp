@@ -1,0 +1,362 @@
+#include "http_api.hpp"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+#include <string_view>
+
+#include "epochcast/core/error.hpp"
+#include "epochcast/epoch/detect.hpp"
+#include "epochcast/service/render.hpp"
+#include "epochcast/trace/read.hpp"
+
+namespace epochcast::server {
+
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+
+// Input bytes (file names, GPU names) may not be UTF-8: written as U+FFFD, as the CLI does.
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+void send_json(Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(dump(body) + "\n", "application/json");
+}
+
+void send_error(Response& res, int status, std::string_view code, const std::string& message) {
+  send_json(res, status, {{"error", {{"code", code}, {"message", message}}}});
+}
+
+// Query parameters: each route names the ones it takes, so a typo (`gpu=` for `gpus=`) is a
+// 400 naming the known ones instead of an answer for the defaults.
+class Query {
+ public:
+  Query(const Request& req, const std::vector<std::string_view>& known) : req_(req) {
+    for (const auto& [key, value] : req.params) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::string names;
+        for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("unknown query parameter '{}' (this endpoint takes: {})", key, names));
+      }
+      if (req.get_param_value_count(key) > 1)
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("query parameter '{}' given more than once", key));
+    }
+  }
+
+  [[nodiscard]] std::optional<std::string> text(const std::string& key) const {
+    if (!req_.has_param(key.c_str())) return std::nullopt;
+    return req_.get_param_value(key.c_str());
+  }
+
+  // A finite number in [lo, hi], all of the value parsed ("5x", "nan", "1e999" are refused).
+  [[nodiscard]] std::optional<double> number(const std::string& key, double lo, double hi) const {
+    const auto value = text(key);
+    if (!value) return std::nullopt;
+    double x = 0;
+    const char* end = value->data() + value->size();
+    const auto [ptr, ec] = std::from_chars(value->data(), end, x);
+    if (value->empty() || ec != std::errc() || ptr != end || !std::isfinite(x) || x < lo || x > hi)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("query parameter '{}': expected a number from {} to {}, got '{}'", key, lo, hi, *value));
+    return x;
+  }
+
+  [[nodiscard]] std::optional<int> integer(const std::string& key, int lo, int hi) const {
+    const auto x = number(key, lo, hi);
+    if (!x) return std::nullopt;
+    if (*x != std::floor(*x))
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("query parameter '{}': expected a whole number, got '{}'", key, *text(key)));
+    return static_cast<int>(*x);
+  }
+
+  [[nodiscard]] bool flag(const std::string& key) const {
+    const auto value = text(key);
+    if (!value) return false;
+    if (*value == "" || *value == "1" || *value == "true" || *value == "yes") return true;
+    if (*value == "0" || *value == "false" || *value == "no") return false;
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("query parameter '{}': expected true or false, got '{}'", key, *value));
+  }
+
+ private:
+  const Request& req_;
+};
+
+// The trace (and optional host log) of a request: the raw body, or a multipart form with a
+// `trace` part and an optional `host` part.
+struct Upload {
+  std::string name;
+  std::string_view trace;
+  std::string host_name;
+  std::optional<std::string_view> host;
+};
+
+Upload read_upload(const Request& req, const Query& query) {
+  Upload u;
+  if (req.is_multipart_form_data()) {
+    for (const auto& [part, file] : req.files)
+      if (part != "trace" && part != "host")
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("unknown form part '{}' (expected 'trace' and optionally 'host')", part));
+    const auto trace = req.files.find("trace");
+    if (trace == req.files.end())
+      throw Error(ErrorCode::kInvalidArgument, "the multipart upload has no 'trace' part");
+    u.name = trace->second.filename.empty() ? "trace" : trace->second.filename;
+    u.trace = trace->second.content;
+    if (const auto host = req.files.find("host"); host != req.files.end()) {
+      u.host_name = host->second.filename.empty() ? "host" : host->second.filename;
+      u.host = host->second.content;
+    }
+  } else {
+    u.name = "request body";
+    u.trace = req.body;
+  }
+  if (const auto name = query.text("name")) u.name = *name;
+  if (u.trace.empty())
+    throw Error(ErrorCode::kInvalidArgument,
+                "empty upload: send the trace as the request body, or as the 'trace' part of a multipart form");
+  return u;
+}
+
+Trace read_uploaded_trace(const Request& req, const Query& query) {
+  const Upload upload = read_upload(req, query);
+  ReadOptions options;
+  if (const auto format = query.text("format")) {
+    const auto parsed = trace_format_from_string(*format);
+    if (!parsed)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("query parameter 'format': expected auto, nvidia-smi, dcgmi or csv, got '{}'", *format));
+    options.format = *parsed;
+  }
+  if (const auto gpu = query.integer("gpu", 0, 1 << 20)) options.gpu = *gpu;
+  options.lenient = query.flag("lenient");
+  if (const auto interval = query.number("interval_s", 1e-3, 86400)) options.interval_s = *interval;
+  Trace trace = read_trace_from_string(upload.trace, upload.name, options);
+  if (upload.host) merge_host_trace(trace, read_host_trace_from_string(*upload.host, upload.host_name));
+  return trace;
+}
+
+PredictRequest predict_request(const Query& query) {
+  PredictRequest r;
+  if (const auto source = query.text("source_gpu")) r.source_gpu = *source;
+  if (const auto list = query.text("gpus"); list && *list != "all") {
+    std::string_view rest = *list;
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+      while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+      if (!item.empty()) r.gpus.emplace_back(item);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    if (r.gpus.empty())
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("query parameter 'gpus': '{}' names no GPU", *list));
+  }
+  if (const auto epochs = query.integer("epochs", 1, 1000000)) r.epochs = *epochs;
+  if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
+  if (const auto confidence = query.number("min_confidence", 0, 1)) r.min_detection_confidence = *confidence;
+  return r;
+}
+
+// Library errors become JSON with the status of their code; nothing escapes to httplib.
+template <class Handler>
+httplib::Server::Handler guarded(Handler handler) {
+  return [handler](const Request& req, Response& res) {
+    try {
+      handler(req, res);
+    } catch (const Error& e) {
+      send_error(res, http_status(e.code()), to_string(e.code()), e.what());
+    } catch (const std::bad_alloc&) {
+      send_error(res, 503, "internal", "out of memory");
+    } catch (const std::exception& e) {
+      send_error(res, 500, "internal", e.what());
+    }
+  };
+}
+
+void method_not_allowed(httplib::Server& server, const std::string& path, const char* allowed) {
+  auto handler = [allowed](const Request& req, Response& res) {
+    res.set_header("Allow", allowed);
+    send_error(res, 405, "invalid_argument", fmt::format("{} {}: use {}", req.method, req.path, allowed));
+  };
+  if (std::string_view(allowed) == "POST") {
+    server.Get(path, handler);
+  } else {
+    server.Post(path, handler);
+  }
+  server.Put(path, handler);
+  server.Delete(path, handler);
+  server.Patch(path, handler);
+}
+
+}  // namespace
+
+int http_status(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return 400;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kParse:
+    case ErrorCode::kUnsupported: return 422;
+    case ErrorCode::kRemote: return 502;
+    case ErrorCode::kDevice: return 503;
+    case ErrorCode::kIo:
+    case ErrorCode::kSchemaMismatch:
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+HttpApi::HttpApi(const Service& service, ServeOptions options)
+    : service_(service), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+  const std::string& address = options_.listen;
+  std::string port_text = address;
+  host_ = "127.0.0.1";
+  if (const auto colon = address.rfind(':'); colon != std::string::npos) {
+    if (colon > 0) host_ = address.substr(0, colon);
+    port_text = address.substr(colon + 1);
+  }
+  if (host_.size() > 2 && host_.front() == '[' && host_.back() == ']') host_ = host_.substr(1, host_.size() - 2);
+  int port = -1;
+  const auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || ptr != port_text.data() + port_text.size() || port < 0 || port > 65535)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--listen '{}': expected HOST:PORT, :PORT or PORT (0 picks a free port)", address));
+  if (options_.threads < 1 || options_.threads > 256)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--threads must be 1 to 256, got {}", options_.threads));
+
+  const int threads = options_.threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  const auto seconds = static_cast<time_t>(options_.timeout_s);
+  server_->set_read_timeout(seconds, 0);
+  server_->set_write_timeout(seconds, 0);
+  // httplib's default adds SO_REUSEPORT, which would let two servers share a port silently.
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  add_routes();
+  port_ = port == 0 ? server_->bind_to_any_port(host_) : (server_->bind_to_port(host_.c_str(), port) ? port : -1);
+  if (port_ <= 0)
+    throw Error(ErrorCode::kIo,
+                fmt::format("--listen {}: cannot bind {}:{} (address in use or not ours)", address, host_, port));
+}
+
+HttpApi::~HttpApi() = default;
+
+std::string HttpApi::url() const {
+  const std::string host = host_ == "0.0.0.0" ? "127.0.0.1" : host_;
+  return fmt::format("http://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, port_);
+}
+
+void HttpApi::run() { server_->listen_after_bind(); }
+
+void HttpApi::stop() { server_->stop(); }
+
+void HttpApi::add_routes() {
+  httplib::Server& s = *server_;
+  const Service& service = service_;
+  const std::size_t max_body = options_.max_body_bytes;
+
+  s.Get("/", guarded([](const Request&, Response& res) {
+    send_json(res, 200,
+              {{"service", "epochcast"},
+               {"version", EPOCHCAST_VERSION},
+               {"endpoints",
+                {"GET /healthz", "GET /v1/gpus", "GET /v1/model", "POST /v1/detect", "POST /v1/predict",
+                 "POST /v1/report"}},
+               {"docs", "docs/http_api.md"}});
+  }));
+  s.Get("/healthz", guarded([](const Request&, Response& res) { send_json(res, 200, {{"status", "ok"}}); }));
+  s.Get("/v1/gpus", guarded([&service](const Request& req, Response& res) {
+    static_cast<void>(Query(req, {}));  // takes no parameters: a typo is a 400
+    send_json(res, 200, {{"gpus", service.gpu_ids()}});
+  }));
+  s.Get("/v1/model", guarded([&service](const Request& req, Response& res) {
+    static_cast<void>(Query(req, {}));
+    send_json(res, 200, {{"validation", to_json(service.validation())}, {"gpus", service.gpu_ids()}});
+  }));
+
+  s.Post("/v1/detect", guarded([](const Request& req, Response& res) {
+    const Query query(req, {"name", "format", "gpu", "lenient", "interval_s", "min_confidence", "min_epochs"});
+    DetectOptions options;
+    if (const auto c = query.number("min_confidence", 0, 1)) options.min_confidence = *c;
+    if (const auto n = query.integer("min_epochs", 2, 1000000)) options.min_epochs = *n;
+    const Trace trace = read_uploaded_trace(req, query);
+    nlohmann::json j = to_json(detect_epochs(trace, options));
+    j["warnings"] = trace.diagnostics.warnings;  // as `detect --json`
+    send_json(res, 200, j);
+  }));
+  const std::vector<std::string_view> predict_params = {
+      "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence"};
+  s.Post("/v1/predict", guarded([&service, predict_params](const Request& req, Response& res) {
+    const Query query(req, predict_params);
+    const PredictRequest request = predict_request(query);
+    const Trace trace = read_uploaded_trace(req, query);
+    send_json(res, 200, to_json(service.predict(trace, request)));
+  }));
+  s.Post("/v1/report", guarded([&service, predict_params](const Request& req, Response& res) {
+    const Query query(req, predict_params);
+    const PredictRequest request = predict_request(query);
+    const Trace trace = read_uploaded_trace(req, query);
+    res.set_content(render_html(service.predict(trace, request), trace), "text/html; charset=utf-8");
+  }));
+  for (const char* path : {"/v1/detect", "/v1/predict", "/v1/report"}) method_not_allowed(s, path, "POST");
+  for (const char* path : {"/", "/healthz", "/v1/gpus", "/v1/model"}) method_not_allowed(s, path, "GET");
+
+  // What httplib answers itself (no route, upload over the limit, a malformed request) gets
+  // the same JSON error body.
+  s.set_error_handler([max_body](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      send_error(res, 404, "not_found", fmt::format("no endpoint {} {} (GET / lists them)", req.method, req.path));
+    } else if (res.status == 413) {
+      send_error(res, 413, "invalid_argument",
+                 fmt::format("upload larger than this server's limit of {} MiB (serve --max-body-mb)", max_body >> 20));
+    } else {
+      send_error(res, res.status, res.status >= 500 ? "internal" : "invalid_argument",
+                 fmt::format("{} {}: HTTP {}", req.method, req.path, res.status));
+    }
+  });
+  // Runs before httplib reads the body. `curl --data-binary @trace.csv` labels the upload
+  // application/x-www-form-urlencoded, which httplib would parse into query parameters (and
+  // refuse past 8 KiB with 413): an upload here is never a form, so it is read as bytes. The
+  // Request is httplib's own non-const object, handed to this hook as const.
+  static thread_local std::chrono::steady_clock::time_point started;
+  s.set_pre_routing_handler([](const Request& req, Response&) {
+    started = std::chrono::steady_clock::now();
+    if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+      auto& headers = const_cast<Request&>(req).headers;
+      headers.erase("Content-Type");
+      headers.emplace("Content-Type", "application/octet-stream");
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  if (options_.log) {
+    auto log = options_.log;
+    s.set_logger([log](const Request& req, const Response& res) {
+      // Refused before routing (413, a malformed request): no start time of its own.
+      const std::string took =
+          started == std::chrono::steady_clock::time_point{}
+              ? "-"
+              : fmt::format("{:.1f} ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+      started = {};
+      // Content-Length, not the body: a multipart upload's parts are not in req.body.
+      const std::string in = req.has_header("Content-Length") ? req.get_header_value("Content-Length") : "0";
+      log(fmt::format("{} {} {} {} ({} bytes in, {} out, {})", req.remote_addr, req.method, req.path, res.status, in,
+                      res.body.size(), took));
+    });
+  }
+}
+
+}  // namespace epochcast::server

@@ -1,0 +1,57 @@
+// `epochcast serve`: the service façade over HTTP (docs/http_api.md). Routes only: each handler
+// reads the upload and the query, calls the library, and answers with the same JSON objects
+// the CLI prints under --json (errors as {"error": {"code", "message"}} with a 4xx/5xx status).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "epochcast/core/error.hpp"
+#include "epochcast/service/service.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace epochcast::server {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8080";  // HOST:PORT, :PORT or PORT; port 0 picks a free one
+  std::size_t max_body_bytes = std::size_t{256} << 20;  // larger uploads: 413
+  int threads = 4;                                       // requests served at once
+  double timeout_s = 60;                                 // per read/write on a connection
+  // One line per request (method, path, status, bytes, ms); empty: no log.
+  std::function<void(const std::string&)> log;
+};
+
+// HTTP status for a library error code (400 bad request, 404 unknown GPU, 422 malformed trace...).
+[[nodiscard]] int http_status(ErrorCode code);
+
+class HttpApi {
+ public:
+  // Binds now; Error(kInvalidArgument) for a malformed address, Error(kIo) when it cannot bind.
+  // `service` must outlive the server.
+  HttpApi(const Service& service, ServeOptions options);
+  ~HttpApi();
+  HttpApi(const HttpApi&) = delete;
+  HttpApi& operator=(const HttpApi&) = delete;
+
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] std::string url() const;  // http://HOST:PORT
+  // Serves until stop(); returns when the listening loop has ended.
+  void run();
+  // Safe from another thread; in-flight requests finish first.
+  void stop();
+
+ private:
+  void add_routes();
+  const Service& service_;
+  ServeOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::string host_;
+  int port_ = 0;
+};
+
+}  // namespace epochcast::server
