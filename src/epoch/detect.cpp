@@ -1166,7 +1166,6 @@ constexpr std::array<Metric, 8> kDipChannels{Metric::kGpuUtil,     Metric::kMemU
                                              Metric::kSmActive,    Metric::kGrEngineActive, Metric::kSmOccupancy,
                                              Metric::kTensorActive, Metric::kDramActive};
 constexpr double kEventDepth = 4.0;      // noise widths below the busy level
-constexpr double kPeriodAgreement = 0.03;         // ACF and matched-boundary periods (step 7)
 constexpr double kMinSpanSamples = 1.0 / 0.03;  // matched boundaries must span this many samples
 constexpr double kMinEventDrop = 0.03;   // and at least 3 % of the channel's idle-to-busy range
 constexpr std::size_t kMaxEvents = 48;   // more distinct deep dips than this: not sparse boundary events
@@ -1845,13 +1844,8 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     }
   }
   double period_samples = ref.period_samples;
-  // The autocorrelation's peak and the matched boundaries are two estimates of the mean epoch.
-  // When the boundaries' period is taken, their disagreement bounds how well either is known.
-  double disagreement = 0;
-  if (fit.matched >= 3 && std::abs(fit.period_samples - ref.period_samples) < 0.1 * ref.period_samples) {
+  if (fit.matched >= 3 && std::abs(fit.period_samples - ref.period_samples) < 0.1 * ref.period_samples)
     period_samples = fit.period_samples;
-    disagreement = std::abs(fit.period_samples - ref.period_samples) / fit.period_samples;
-  }
 
   std::vector<double> bounds_s;
   for (double idx : fit.boundaries) bounds_s.push_back((static_cast<double>(region.begin) + idx) * dt);
@@ -1884,13 +1878,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
   // factor is 0.5 at 2 epochs, 1 from 3; one epoch alone repeats nothing: 0.
   const double delimited = static_cast<double>(fit.matched) - 1.0 + edges_confirming;
   const double f_cycles = std::clamp(0.5 * (std::min(cycles, delimited) - 1.0), 0.0, 1.0);
-  // Two estimates of the period that disagree by d leave it unknown to about d. At 3 % (the
-  // accuracy the period must have, as in kMinSpanSamples) the pair confirms nothing; the square
-  // keeps a small disagreement nearly free (1 % costs 11 %). On few epochs the matched
-  // boundaries can lock onto a feature that drifts against the epochs (power alone on
-  // resnet18 / vgg16, a dcgmi copy of resnet18: 4-5 matched, 5-7 % short; the ACF 0.2-4 % off).
-  const double s_agree = clamp01(1.0 - std::pow(disagreement / kPeriodAgreement, 2));
-  double confidence = clamp01(s_acf * s_reg * (0.25 + 0.75 * s_match) * f_cycles * s_agree);
+  double confidence = clamp01(s_acf * s_reg * (0.25 + 0.75 * s_match) * f_cycles);
 
   // Channels that vote: periodic at this period. Evidence counts by ACF^2, and only from
   // channels whose signature goes beyond reading flicker.
@@ -1945,8 +1933,6 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
       period_samples, rho, fit.matched,
       fit.stride > 1 ? fit.searched : std::max<std::size_t>(fit.boundaries.size(), fit.matched),
       fit.stride > 1 ? fmt::format(" (1 in {} searched)", fit.stride) : std::string(), 100 * fit.jitter, cycles);
-  if (s_agree < 0.9)
-    how += fmt::format(", the autocorrelation says {:.1f} ({:.1f} % apart)", ref.period_samples, 100 * disagreement);
   if (delimited < cycles && delimited < 3)
     how += fmt::format(", {:.0f} between matched boundaries", std::max(0.0, delimited));
   // 0.2 epoch of slack: the busy region's edges are found to a sample or two, and a run of
