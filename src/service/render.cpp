@@ -61,7 +61,12 @@ std::string detection_line(const Segmentation& s) {
 }
 
 std::string validation_line(const ModelValidation& v) {
-  if (!v.available || v.protocols.empty()) return "no validation figures";
+  if (!v.available || v.protocols.empty()) {
+    if (v.note.empty()) return "no validation figures";
+    std::string note = v.note;  // a sentence: after "Model: FILE; " it starts in lower case
+    if (!note.empty() && note[0] >= 'A' && note[0] <= 'Z') note[0] = static_cast<char>(note[0] - 'A' + 'a');
+    return note;
+  }
   std::vector<std::string> parts;
   for (const auto& p : v.protocols) {
     std::string part = fmt::format("{} MAPE {:.1f} % (p90 {:.1f} %", p.protocol, p.mape_pct, p.p90_ape_pct);
@@ -604,7 +609,9 @@ td.n,th.n{text-align:right}.muted{color:#777}#warnings li{color:#8a5300}
   h += R"(<h2>Model validation</h2><section id="validation">)";
   const ModelValidation& v = r.validation;
   if (!v.available || v.protocols.empty()) {
-    h += R"(<p class="muted">No validation figures are available for this model.</p>)";
+    h += R"(<p class="muted">No validation figures are available for this model.)";
+    if (!v.note.empty()) h += " " + html_escape(v.note);
+    h += "</p>";
   } else {
     h += R"(<table class="scores"><thead><tr><th>protocol</th><th class="n">pairs</th><th class="n">MAPE</th><th class="n">median APE</th><th class="n">p90 APE</th><th class="n">90 % interval coverage</th></tr></thead><tbody>)";
     for (const auto& p : v.protocols)
