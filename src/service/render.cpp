@@ -609,9 +609,7 @@ td.n,th.n{text-align:right}.muted{color:#777}#warnings li{color:#8a5300}
   h += R"(<h2>Model validation</h2><section id="validation">)";
   const ModelValidation& v = r.validation;
   if (!v.available || v.protocols.empty()) {
-    h += R"(<p class="muted">No validation figures are available for this model.)";
-    if (!v.note.empty()) h += " " + html_escape(v.note);
-    h += "</p>";
+    h += R"(<p class="muted">No validation figures are available for this model.</p>)";
   } else {
     h += R"(<table class="scores"><thead><tr><th>protocol</th><th class="n">pairs</th><th class="n">MAPE</th><th class="n">median APE</th><th class="n">p90 APE</th><th class="n">90 % interval coverage</th></tr></thead><tbody>)";
     for (const auto& p : v.protocols)
