@@ -213,7 +213,7 @@ Trace read_trace_from_string(std::string_view content, const std::string& name, 
   feed_lines(parser, partial, content.data(), content.data() + content.size());
   if (!partial.empty()) parser.line(partial, false);
   Trace trace = parser.finish();
-  if (!options.host_path.empty()) merge_host_trace(trace, read_stream(options.host_path, host_options(options), true));
+  if (!options.host_path.empty()) merge_host_trace(trace, read_stream(options.host_path, ReadOptions{}, true));
   return trace;
 }
 
