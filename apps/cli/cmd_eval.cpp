@@ -173,6 +173,9 @@ void add_eval_command(CLI::App& app) {
       j["fit_cpu_seconds"] = r.fit_cpu_seconds;
       j["held_out"] = r.held_out;
       j["dataset"] = ds.source;
+      // What `fit` on the same --data, --catalog and --lenient records in its model: ties these
+      // figures to a model file (training.data_fingerprint).
+      j["data_fingerprint"] = training_data_fingerprint(ds, make_pairs(ds), catalog);
       std::cout << dump_json(j, 2) << "\n";
       return;
     }

@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/model/stacked_model.hpp"
+#include "epochcast/service/service.hpp"
 
 namespace epochcast::cli {
 
@@ -100,6 +101,8 @@ void add_fit_command(CLI::App& app) {
     const double cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
     save_model(model, opt->output);
     const auto names = model.learner_names();
+    // Whether the bundled held-out figures describe this model (predict shows them only then).
+    const ModelValidation validation = bundled_validation(model);
     if (opt->json) {
       nlohmann::json weights, unseen;
       for (std::size_t i = 0; i < names.size(); ++i) {
@@ -115,6 +118,9 @@ void add_fit_command(CLI::App& app) {
                                   {"fit_seconds", seconds},
                                   {"fit_cpu_seconds", cpu_seconds},
                                   {"schema_hash", model.schema_hash()},
+                                  {"data_fingerprint", model.data_fingerprint()},
+                                  {"bundled_validation_applies", validation.available},
+                                  {"validation_note", validation.note},
                                   {"meta_weights", weights},
                                   {"meta_weights_unseen_gpu", unseen},
                                   {"interval_half_width_log", model.interval_half_width_log()},
@@ -139,6 +145,9 @@ void add_fit_command(CLI::App& app) {
                fopt.interval_level * 100, std::exp(model.interval_half_width_log()),
                std::exp(std::max(model.interval_half_width_log(), model.unseen_gpu_interval_half_width_log())),
                model.schema_hash(), opt->output);
+    fmt::print("data      {}\nheld-out  {}\n", model.data_fingerprint(),
+               validation.available ? "the bundled figures apply (same data, options and schema): " + validation.note
+                                    : validation.note);
   });
 }
 

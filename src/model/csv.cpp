@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace epochcast::csv {
@@ -59,6 +60,20 @@ bool parse_double(std::string_view text, double& out) {
   auto [ptr, ec] = std::from_chars(first, t.data() + t.size(), out);
   if (ec != std::errc() || ptr != t.data() + t.size()) return false;
   return std::isfinite(out);
+}
+
+std::string bad_number(std::string_view text, std::string otherwise) {
+  const std::string t = trim(text);
+  if (t.empty()) return otherwise;
+  const char* first = t.data();
+  if (*first == '+') ++first;
+  double v = 0;
+  if (std::from_chars(first, t.data() + t.size(), v).ec != std::errc::result_out_of_range) return otherwise;
+  // Which end: strtod (on this error path only) gives ±HUGE_VAL for overflow, 0 or a
+  // subnormal for underflow.
+  if (std::isfinite(std::strtod(t.c_str(), nullptr)))
+    return "out of range of a double: '" + t + "' (nonzero, below 4.9e-324 in magnitude; write 0)";
+  return "out of range of a double: '" + t + "' (beyond ±1.8e308)";
 }
 
 }  // namespace epochcast::csv

@@ -21,4 +21,9 @@ bool parse_double(std::string_view text, double& out);
 
 std::string trim(std::string_view s);
 
+// For a cell parse_double refused: "out of range of a double: '1e309' (beyond ±1.8e308)" when it
+// holds a well-formed decimal number a double cannot hold (overflow, or nonzero below 4.9e-324),
+// else `otherwise` (the caller's "expected a number, got '…'").
+std::string bad_number(std::string_view text, std::string otherwise);
+
 }  // namespace epochcast::csv

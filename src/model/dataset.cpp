@@ -152,7 +152,7 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
         const auto& k = cell(c);
         if (!csv::parse_double(k.text, v) || !std::isfinite(v) || v <= 0 || v != std::floor(v) ||
             v > 1e9)
-          throw fail("expected a positive integer, got '" + k.text + "'", k.column, c);
+          throw fail(csv::bad_number(k.text, "expected a positive integer, got '" + k.text + "'"), k.column, c);
         return static_cast<int>(v);
       };
       DatasetRow row;
@@ -188,7 +188,7 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
       const char* label_col = col.count(kLabelColumn) ? kLabelColumn : kTotalColumn;
       const auto& lk = cell(label_col);
       if (!csv::parse_double(lk.text, label))
-        throw fail("expected a number, got '" + lk.text + "'", lk.column, label_col);
+        throw fail(csv::bad_number(lk.text, "expected a number, got '" + lk.text + "'"), lk.column, label_col);
       if (label_col == kTotalColumn) label /= 10.0;  // 10 epochs per run
       if (!std::isfinite(label) || label <= 0) {
         ++ds.diagnostics.nan_labels;
@@ -203,7 +203,7 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
         double v = 0;
         if (t.empty() || t == "[N/A]" || t == "[Not Supported]") continue;  // missing: NaN
         if (!csv::parse_double(t, v))
-          throw fail("expected a number, got '" + k.text + "'", k.column, feature_names()[f]);
+          throw fail(csv::bad_number(k.text, "expected a number, got '" + k.text + "'"), k.column, feature_names()[f]);
         // A statistic outside its metric's physical limits (utilisation mean 250 %, a std wider
         // than the range) is missing, as in every trace reader: 1e300 ended the fit in XGBoost
         // ("Input data contains inf", exit 70).

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "csv.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/read_file.hpp"
@@ -35,6 +37,25 @@ std::vector<std::string> split_list(std::string_view s) {
 }
 
 }  // namespace
+
+const std::vector<GpuSpecLimit>& gpu_spec_limits() {
+  // 2014 on: Kepler K80 (3.7) and Maxwell; small parts: Jetson Nano (0.5 TFLOPS, 25.6 GB/s,
+  // 0.25 MiB L2, 4 GB, 5-10 W); large: ten times an H200 (67 FP32, 989 FP16 tensor TFLOPS,
+  // 141 GB, 4.8 TB/s, 60 MiB L2, 700 W, 132 SMs) with room above.
+  static const std::vector<GpuSpecLimit> limits = {
+      {"compute_capability", 3.0, 20.0, ""},
+      {"sm_count", 1, 2000, "SMs"},
+      {"fp32_cores_per_sm", 8, 1024, "cores"},
+      {"max_sm_clock_mhz", 300, 5000, "MHz"},
+      {"fp32_tflops", 0.1, 1000, "TFLOPS"},
+      {"tensor_fp16_tflops", 0.1, 20000, "TFLOPS"},
+      {"memory_gib", 0.5, 4096, "GiB"},
+      {"memory_bandwidth_gbs", 10, 100000, "GB/s"},
+      {"l2_cache_mib", 0.1, 2048, "MiB"},
+      {"tdp_w", 5, 10000, "W"},
+  };
+  return limits;
+}
 
 std::string normalize_gpu_name(std::string_view name) {
   std::string out;
@@ -118,8 +139,18 @@ GpuCatalog load_gpu_catalog_from_string(std::string_view content, const std::str
       double v = 0;
       const auto& cell = cells[col[c]];
       if (!csv::parse_double(cell.text, v) || !(v > 0))
-        throw Error(ErrorCode::kParse, "expected a positive number, got '" + cell.text + "'",
+        throw Error(ErrorCode::kParse,
+                    csv::bad_number(cell.text, "expected a positive number, got '" + cell.text + "'"),
                     {name, line_no, cell.column, c});
+      for (const GpuSpecLimit& limit : gpu_spec_limits())
+        if (limit.column == c && !(v >= limit.min && v <= limit.max)) {
+          const std::string unit = limit.unit.empty() ? "" : " " + std::string(limit.unit);
+          throw Error(ErrorCode::kParse,
+                      fmt::format("{}{} is outside the plausible range {} to {}{} (data/GPUS.md lists the "
+                                  "limits; a unit slip?)",
+                                  csv::trim(cell.text), unit, limit.min, limit.max, unit),
+                      {name, line_no, cell.column, c});
+        }
       return v;
     };
     GpuSpec g;

@@ -173,6 +173,71 @@ std::size_t line_of(std::string_view text, std::size_t byte, std::uint32_t& colu
   return line;
 }
 
+// The key path to a number no double holds ("interval.half_width_log", "meta_weights[2]") and
+// its byte offset: a second pass over the text with a SAX handler, on that error path only
+// (nlohmann reports out_of_range.406 without either).
+class OverflowLocator : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::string path;       // filled at the error
+  std::size_t byte = 0;   // offset just past the number
+  bool found = false;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override {
+    value();
+    frames_.push_back({false, {}, 0});
+    return true;
+  }
+  bool key(string_t& k) override {
+    frames_.back().key = k;
+    return true;
+  }
+  bool end_object() override {
+    frames_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    value();
+    frames_.push_back({true, {}, 0});
+    return true;
+  }
+  bool end_array() override {
+    frames_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    if (e.id == 406) {
+      found = true;
+      byte = position;
+      for (std::size_t i = 0; i < frames_.size(); ++i) {
+        const Frame& f = frames_[i];
+        // An array's element being read: the top frame's has not been counted yet.
+        const std::size_t index = i + 1 == frames_.size() ? f.count : f.count - 1;
+        path += f.array ? "[" + std::to_string(index) + "]" : (path.empty() ? "" : ".") + f.key;
+      }
+    }
+    return false;
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    std::string key;
+    std::size_t count;  // elements started (arrays)
+  };
+  bool value() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().count;
+    return true;
+  }
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 // ---- schema ----
@@ -608,6 +673,7 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   }
   model.training_pairs_ = n;
   model.dataset_source_ = ds.source;
+  model.data_fingerprint_ = training_data_fingerprint(ds, pairs, catalog);
   return model;
 }
 
@@ -643,6 +709,7 @@ std::string model_to_json(const StackedModel& m) {
       {"log_ratio_clamp", {m.log_ratio_lo_, m.log_ratio_hi_}},
       {"training",
        {{"dataset", m.dataset_source_},
+        {"data_fingerprint", m.data_fingerprint_},
         {"pairs", m.training_pairs_},
         {"source_gpus", m.source_gpus_},
         {"target_gpus", m.target_gpus_},
@@ -684,13 +751,20 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
                 {name, line, col, ""});
   } catch (const nlohmann::json::exception& e) {
     // Not a syntax error but a number no double holds ("1e400": out_of_range.406), reported
-    // without a byte offset: locate the number it quotes.
+    // without a byte offset or key: a second pass finds both.
     const std::string what = e.what();
     const std::size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    const std::string number = q1 != std::string::npos && q2 > q1 + 1 ? what.substr(q1 + 1, q2 - q1 - 1) : "";
+    OverflowLocator locator;
+    if (e.id == 406) nlohmann::json::sax_parse(text, &locator);
     std::size_t at = std::string_view::npos;
-    if (q1 != std::string::npos && q2 > q1 + 1) at = text.find(std::string_view(what).substr(q1 + 1, q2 - q1 - 1));
+    if (locator.found) at = locator.byte > number.size() ? locator.byte - number.size() : 0;
+    else if (!number.empty()) at = text.find(number);
     std::uint32_t col = 0;
     const std::size_t line = at == std::string_view::npos ? 0 : line_of(text, at, col);
+    if (e.id == 406 && !number.empty())
+      throw Error(ErrorCode::kParse, "not a valid model file: out of range of a double: '" + number + "' (beyond ±1.8e308)",
+                  {name, line, col, locator.path});
     throw Error(ErrorCode::kParse, std::string("not a valid model file: ") + what, {name, line, col, ""});
   }
   try {
@@ -750,6 +824,18 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     const auto& t = j.at("training");
     m.dataset_source_ = t.at("dataset").get<std::string>();
     m.training_pairs_ = json_integer<std::size_t>(t.at("pairs"));
+    // Optional: files written before 2026-12-01 lack it (the data is then unknown, no error).
+    if (const auto it = t.find("data_fingerprint"); it != t.end()) {
+      if (!it->is_string())
+        throw Error(ErrorCode::kParse, "training.data_fingerprint is not a string", {name, 0, 0, "data_fingerprint"});
+      m.data_fingerprint_ = it->get<std::string>();
+      const bool empty = m.data_fingerprint_.empty();
+      const bool well_formed = m.data_fingerprint_.size() == 24 && m.data_fingerprint_.starts_with("fnv1a64:") &&
+                               m.data_fingerprint_.find_first_not_of("0123456789abcdef", 8) == std::string::npos;
+      if (!empty && !well_formed)
+        throw Error(ErrorCode::kParse, "training.data_fingerprint is not \"fnv1a64:\" and 16 hex digits",
+                    {name, 0, 0, "data_fingerprint"});
+    }
     m.source_gpus_ = t.at("source_gpus").get<std::vector<std::string>>();
     m.target_gpus_ = t.at("target_gpus").get<std::vector<std::string>>();
     m.feature_min_ = doubles_from_json(t.at("feature_min"));

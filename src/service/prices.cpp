@@ -57,7 +57,25 @@ bool is_iso_date(std::string_view s) {
   return month >= 1 && month <= 12 && day >= 1 && day <= 31;
 }
 
+const PriceLimit& price_limit(std::string_view column) {
+  for (const PriceLimit& l : price_limits())
+    if (l.column == column) return l;
+  throw Error(ErrorCode::kInternal, fmt::format("no price limit for column '{}'", column));
+}
+
 }  // namespace
+
+const std::vector<PriceLimit>& price_limits() {
+  // Whole-instance hourly prices: the cheapest GPU instance listed anywhere is a few cents an
+  // hour (a spot T4), the dearest today ~100 $/h (8 H100 or H200); 10000 $/h leaves room for a
+  // 64-GPU instance of GPUs ten times an H200. Below a cent is a unit slip ($/s, $/min).
+  static const std::vector<PriceLimit> limits = {
+      {"gpu_count", 1, 64, "GPUs"},
+      {"on_demand_usd_h", 0.01, 10000, "$/h"},
+      {"spot_usd_h", 0.01, 10000, "$/h"},
+  };
+  return limits;
+}
 
 std::vector<InstancePrice> PriceCatalog::for_gpu(std::string_view gpu_id) const {
   std::vector<InstancePrice> out;
@@ -136,10 +154,18 @@ PriceCatalog parse_price_catalog(std::string_view content, const std::string& na
       char* stop = nullptr;
       errno = 0;
       const double v = std::strtod(s.c_str(), &stop);
-      if (s.empty() || stop != s.c_str() + s.size() || errno == ERANGE)
+      if (s.empty() || stop != s.c_str() + s.size())
         throw fail(col, fmt::format("'{}' is not a number", s));
-      if (!std::isfinite(v) || v <= 0 || v > 10000)
-        throw fail(col, fmt::format("price {} $/h is outside (0, 10000]", s));
+      if (errno == ERANGE)
+        throw fail(col, std::isinf(v) ? fmt::format("out of range of a double: '{}' (beyond ±1.8e308)", s)
+                                      : fmt::format("out of range of a double: '{}' (nonzero, below 4.9e-324 in "
+                                                    "magnitude)", s));
+      if (!std::isfinite(v))
+        throw fail(col, fmt::format("'{}' is not a number", s));
+      const PriceLimit& limit = price_limit(col);
+      if (!(v >= limit.min && v <= limit.max))
+        throw fail(col, fmt::format("{} {} is outside the plausible range {} to {} {} (data/PRICES.md lists the "
+                                    "limits)", s, limit.unit, limit.min, limit.max, limit.unit));
       return v;
     };
 
@@ -154,8 +180,11 @@ PriceCatalog parse_price_catalog(std::string_view content, const std::string& na
       const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), count);
       if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
         throw fail("gpu_count", fmt::format("'{}' is not a whole number", s));
-      if (count < 1 || count > 64)
-        throw fail("gpu_count", fmt::format("{} GPUs per instance is outside 1..64", count));
+      const PriceLimit& limit = price_limit("gpu_count");
+      if (count < limit.min || count > limit.max)
+        throw fail("gpu_count", fmt::format("{} GPUs per instance is outside the plausible range {} to {} {} "
+                                            "(data/PRICES.md lists the limits)",
+                                            count, limit.min, limit.max, limit.unit));
       row.gpu_count = count;
     }
     row.on_demand_usd_h = price("on_demand_usd_h");

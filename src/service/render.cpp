@@ -61,7 +61,12 @@ std::string detection_line(const Segmentation& s) {
 }
 
 std::string validation_line(const ModelValidation& v) {
-  if (!v.available || v.protocols.empty()) return "no validation figures";
+  if (!v.available || v.protocols.empty()) {
+    if (v.note.empty()) return "no validation figures";
+    std::string note = v.note;  // a sentence: after "Model: FILE; " it starts in lower case
+    if (!note.empty() && note[0] >= 'A' && note[0] <= 'Z') note[0] = static_cast<char>(note[0] - 'A' + 'a');
+    return note;
+  }
   std::vector<std::string> parts;
   for (const auto& p : v.protocols) {
     std::string part = fmt::format("{} MAPE {:.1f} % (p90 {:.1f} %", p.protocol, p.mape_pct, p.p90_ape_pct);

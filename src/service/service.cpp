@@ -72,7 +72,12 @@ Service::Service(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
     s.model = std::make_shared<const StackedModel>(load_model(s.config.model_path));
     s.model_label = s.config.model_path;
   }
-  s.validation = load_validation(default_validation_path(), *s.model);
+  // The default model is fitted from the bundled dataset and catalog by definition (its cache
+  // key holds their bytes): its own fingerprint is theirs, with no second read of the dataset.
+  const bool is_default = s.config.model_path.empty();
+  s.validation = load_validation(default_validation_path(), *s.model, [&] {
+    return is_default ? s.model->data_fingerprint() : bundled_data_fingerprint();
+  });
 }
 
 Service::~Service() = default;

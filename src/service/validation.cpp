@@ -10,6 +10,9 @@
 #include <sstream>
 
 #include "epochcast/core/error.hpp"
+#include "epochcast/model/dataset.hpp"
+#include "epochcast/model/gpu_catalog.hpp"
+#include "epochcast/service/service.hpp"
 
 namespace epochcast {
 
@@ -68,7 +71,23 @@ std::string options_mismatch(const nlohmann::json& stored, const FitOptions& o) 
 
 }  // namespace
 
-ModelValidation load_validation(const std::string& path, const StackedModel& model) {
+std::string bundled_data_fingerprint(std::string* why) {
+  try {
+    const GpuCatalog catalog = load_gpu_catalog(default_gpu_catalog_path());
+    const Dataset ds = load_dataset(default_dataset_path(), catalog);
+    return training_data_fingerprint(ds, make_pairs(ds), catalog);
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return {};
+  }
+}
+
+ModelValidation bundled_validation(const StackedModel& model) {
+  return load_validation(default_validation_path(), model, [] { return bundled_data_fingerprint(); });
+}
+
+ModelValidation load_validation(const std::string& path, const StackedModel& model,
+                                const std::function<std::string()>& bundled_fingerprint) {
   ModelValidation v;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
@@ -103,6 +122,25 @@ ModelValidation load_validation(const std::string& path, const StackedModel& mod
                            path, why);
       return v;
     }
+  }
+  // Schema, pair count and options can all match a model fitted on other data (an edited
+  // dataset with as many pairs): the figures are the bundled dataset's, so the data must be too.
+  const std::string& fingerprint = model.data_fingerprint();
+  if (fingerprint.empty()) {
+    v.note = fmt::format(
+        "Held-out figures unknown for this model: its file does not record the data it was fitted on (written "
+        "before model files carried a data fingerprint), so {}'s figures for the bundled dataset may not apply; "
+        "refit it with `epochcast fit`, or measure it with `epochcast eval --data DATASET`.",
+        path);
+    return v;
+  }
+  if (const std::string bundled = bundled_fingerprint(); fingerprint != bundled) {
+    v.note = fmt::format(
+        "Held-out figures unknown for this model's data: it was fitted on data with fingerprint {}, the bundled "
+        "dataset and catalog have {}, so {}'s figures do not apply; measure them with `epochcast eval --data "
+        "DATASET` (and --catalog CSV if the model was fitted with one).",
+        fingerprint, bundled.empty() ? "none (they could not be read)" : bundled, path);
+    return v;
   }
   for (std::size_t i = 0; i < j["protocols"].size(); ++i) v.protocols.push_back(parse_scores(j["protocols"][i], path, i));
   v.available = !v.protocols.empty();

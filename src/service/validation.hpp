@@ -1,6 +1,7 @@
 // The model's held-out accuracy shown next to every prediction.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "epochcast/model/stacked_model.hpp"
@@ -13,8 +14,16 @@ namespace epochcast {
 // belong to.
 [[nodiscard]] std::string default_validation_path();
 
-// Figures for `model` from `path` when they belong to it (same schema hash and training pair
-// count), else none, with a note saying why. A malformed file is an Error(kParse).
-[[nodiscard]] ModelValidation load_validation(const std::string& path, const StackedModel& model);
+// training_data_fingerprint() of the bundled dataset with the bundled catalog (both from
+// $EPOCHCAST_DATA_DIR when set, as the figures are): what the figures in `path` were measured on.
+// Empty, with the reason in `why`, when they cannot be read.
+[[nodiscard]] std::string bundled_data_fingerprint(std::string* why = nullptr);
+
+// Figures for `model` from `path` when they belong to it (same schema hash, training pair count
+// and fit options, and the model's data fingerprint equal to `bundled_fingerprint()`, called only
+// when everything else matches), else none, with a note saying why. A malformed file is an
+// Error(kParse).
+[[nodiscard]] ModelValidation load_validation(const std::string& path, const StackedModel& model,
+                                              const std::function<std::string()>& bundled_fingerprint);
 
 }  // namespace epochcast

@@ -152,7 +152,7 @@ void TraceParser::canonical_row(std::string_view text) {
         if (f.empty() || equals_ci(f, "nan")) {
           ++missing_values_;
         } else if (!detail::parse_double(f, v) || !std::isfinite(v)) {
-          fail_at(text, fields_[i], col.name, fmt::format("not a number: '{}'", printable(f)));
+          fail_at(text, fields_[i], col.name, detail::bad_number(f));
         }
         row_[static_cast<std::size_t>(col.slot)] = checked(col, v);
         break;

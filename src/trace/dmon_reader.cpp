@@ -187,7 +187,7 @@ void TraceParser::dmon_row(std::string_view text) {
       ++missing_values_;
       v = kNaN;
     } else if (!detail::parse_double(f, v) || std::isinf(v)) {
-      fail_at(text, f, col.name, fmt::format("not a number: '{}'", printable(f)));
+      fail_at(text, f, col.name, detail::bad_number(f));
     } else if (std::isnan(v)) {
       ++missing_values_;
     } else {

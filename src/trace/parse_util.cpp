@@ -1,6 +1,8 @@
 #include "parse_util.hpp"
 
 #include <array>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -67,6 +69,24 @@ std::string printable(std::string_view s, std::size_t max) {
   }
   if (s.size() > max) out += "…";
   return out;
+}
+
+bool out_of_double_range(std::string_view s) {
+  if (s.empty()) return false;
+  const char* first = s.data();
+  if (*first == '+') ++first;
+  double v = 0;
+  return std::from_chars(first, s.data() + s.size(), v).ec == std::errc::result_out_of_range;
+}
+
+std::string bad_number(std::string_view s) {
+  if (!out_of_double_range(s)) return fmt::format("not a number: '{}'", printable(s));
+  // from_chars says out of range for both ends; strtod (only on this error path) tells which.
+  std::string text(s);
+  const bool tiny = std::isfinite(std::strtod(text.c_str(), nullptr));
+  return tiny ? fmt::format("out of range of a double: '{}' (nonzero, below 4.9e-324 in magnitude; write 0)",
+                            printable(s))
+              : fmt::format("out of range of a double: '{}' (beyond ±1.8e308)", printable(s));
 }
 
 std::string name_list(const std::vector<std::string>& names, std::size_t max_items) {

@@ -53,6 +53,13 @@ inline bool parse_double(std::string_view s, double& out) {
   return ec == std::errc{} && p == s.data() + s.size();
 }
 
+// Why `s` is not a number, for an error message: "out of range of a double: '1e309' (beyond
+// ±1.8e308)" when it starts with a well-formed decimal number a double cannot hold (overflow, or
+// a nonzero value below 4.9e-324), else "not a number: 's'". `s` is quoted with printable().
+std::string bad_number(std::string_view s);
+// True when `s` starts with a decimal number (a '+' allowed) that a double cannot hold.
+bool out_of_double_range(std::string_view s);
+
 // Parses a leading number; returns the rest (unparsed) through `rest`.
 inline bool parse_leading_double(std::string_view s, double& out, std::string_view& rest) {
   if (s.empty()) return false;

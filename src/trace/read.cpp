@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -126,6 +128,36 @@ class FileDescriptor {
   int fd_;
 };
 
+// ReadOptions::max_stream_bytes, else $EPOCHCAST_MAX_STREAM_BYTES, else the default.
+std::uint64_t stream_cap(const ReadOptions& options) {
+  if (options.max_stream_bytes) return options.max_stream_bytes;
+  const char* env = std::getenv("EPOCHCAST_MAX_STREAM_BYTES");
+  if (!env || !*env) return kDefaultMaxStreamBytes;
+  std::uint64_t v = 0;
+  const std::string_view text(env);
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || p != text.data() + text.size() || v == 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("EPOCHCAST_MAX_STREAM_BYTES='{}': expected a positive whole number of bytes",
+                            detail::printable(text)));
+  return v;
+}
+
+std::string byte_count(std::uint64_t bytes) {
+  if (bytes >= (std::uint64_t{1} << 30) && bytes % (std::uint64_t{1} << 30) == 0)
+    return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (std::uint64_t{1} << 20) && bytes % (std::uint64_t{1} << 20) == 0)
+    return fmt::format("{} MiB", bytes >> 20);
+  return fmt::format("{} bytes", bytes);
+}
+
+// A host CSV is read with default options but the same stream cap.
+ReadOptions host_options(const ReadOptions& options) {
+  ReadOptions o;
+  o.max_stream_bytes = options.max_stream_bytes;
+  return o;
+}
+
 Trace read_stream(const std::string& path, const ReadOptions& options, bool host) {
   const int raw_fd = path == "-" ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (raw_fd < 0)
@@ -133,9 +165,13 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
   FileDescriptor fd(raw_fd);
   TraceParser parser(path == "-" ? "<stdin>" : path, options, host);
   std::uint64_t total = 0, done = 0;
+  // A regular file ends; anything else (stdin, a pipe, a FIFO, a device) may not.
+  std::uint64_t cap = 0;
   if (struct stat st {}; ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
     total = static_cast<std::uint64_t>(st.st_size);
     parser.set_size_hint(static_cast<std::size_t>(st.st_size));
+  } else {
+    cap = stream_cap(options);
   }
   std::unique_ptr<char[]> buffer(new char[kChunkBytes]);
   std::string partial;
@@ -146,6 +182,14 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
       throw Error(ErrorCode::kIo, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
     }
     if (n == 0) break;
+    if (cap && done + static_cast<std::uint64_t>(n) > cap)
+      throw Error(ErrorCode::kIo,
+                  fmt::format("{}: more than {} read from {} without reaching its end: a trace is read whole before "
+                              "it is analysed, so an endless stream would fill memory. Save the log to a file "
+                              "(`detect --follow FILE` follows one that grows), or raise the cap with "
+                              "EPOCHCAST_MAX_STREAM_BYTES",
+                              path == "-" ? "<stdin>" : path, byte_count(cap),
+                              path == "-" ? "standard input" : "a stream (a pipe, FIFO or device)"));
     feed_lines(parser, partial, buffer.get(), buffer.get() + n);
     done += static_cast<std::uint64_t>(n);
     if (options.progress) options.progress(done, total);
@@ -158,7 +202,7 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
 
 Trace read_trace(const std::string& path, const ReadOptions& options) {
   Trace trace = read_stream(path, options, false);
-  if (!options.host_path.empty()) merge_host_trace(trace, read_stream(options.host_path, ReadOptions{}, true));
+  if (!options.host_path.empty()) merge_host_trace(trace, read_stream(options.host_path, host_options(options), true));
   return trace;
 }
 

@@ -132,7 +132,7 @@ double TraceParser::smi_value(Column& col, std::string_view text, std::string_vi
   double v = 0;
   std::string_view rest;
   if (!detail::parse_leading_double(t, v, rest))
-    fail_at(field, text, col.name, fmt::format("not a number: '{}'", printable(t)));
+    fail_at(field, text, col.name, detail::bad_number(t));
   if (!std::isfinite(v)) {
     if (std::isnan(v)) {
       ++missing_values_;

@@ -51,6 +51,17 @@ class GpuCatalog {
   std::string source_;
 };
 
+// The plausible physical range of each numeric catalog column, wide enough for any GPU from 2014
+// on (small inference cards, Jetson-class parts) to ten times an H200; the loader refuses a value
+// outside it, naming file, line, column, value and range (a unit slip: GB/s written in TB/s,
+// TFLOPS in GFLOPS). The same table is in data/GPUS.md.
+struct GpuSpecLimit {
+  std::string_view column;  // catalog column, e.g. "fp32_tflops"
+  double min, max;          // inclusive
+  std::string_view unit;    // "TFLOPS", "GB/s", … ("" for compute capability and counts)
+};
+[[nodiscard]] const std::vector<GpuSpecLimit>& gpu_spec_limits();
+
 // Reads a catalog CSV; throws Error(kIo) / Error(kParse) with file:line:column and field.
 [[nodiscard]] GpuCatalog load_gpu_catalog(const std::string& path);
 [[nodiscard]] GpuCatalog load_gpu_catalog_from_string(std::string_view content,

@@ -112,6 +112,9 @@ class StackedModel {
   [[nodiscard]] const FitOptions& options() const { return options_; }
   [[nodiscard]] std::size_t training_pairs() const { return training_pairs_; }
   [[nodiscard]] const std::string& schema_hash() const;
+  // training_data_fingerprint() of the pairs, rows and GPU figures it was fitted on
+  // ("fnv1a64:…"); empty when unknown (a file written before 2026-12-01 lacks it).
+  [[nodiscard]] const std::string& data_fingerprint() const { return data_fingerprint_; }
 
  private:
   friend StackedModel fit_model(const Dataset&, const GpuCatalog&, const FitOptions&, ProgressFn);
@@ -136,7 +139,16 @@ class StackedModel {
   std::vector<double> feature_min_, feature_max_;  // per FeatureRow feature over source runs
   std::size_t training_pairs_ = 0;
   std::string dataset_source_;
+  std::string data_fingerprint_;
 };
+
+// A fingerprint of what a fit on `pairs` reads: both rows of every pair (statistics, epoch
+// times, GPU, CNN model and workload) in pair order and the catalog figures of the GPUs they
+// name; "fnv1a64:" and 16 hex digits. Equal for the same numbers written differently (CRLF,
+// column order, "1.50" for "1.5"); different when any of them changes. The bundled validation
+// figures are shown only for a model whose fingerprint is the bundled dataset's.
+[[nodiscard]] std::string training_data_fingerprint(const Dataset& dataset, const std::vector<RunPair>& pairs,
+                                                    const GpuCatalog& catalog);
 
 // The pair-feature names (the model's schema) and their hash, for the running code.
 [[nodiscard]] std::vector<std::string> pair_feature_names(bool include_memory_features);

@@ -41,6 +41,16 @@ class PriceCatalog {
   std::vector<InstancePrice> rows_;
 };
 
+// The plausible range of each numeric price column (per instance, inclusive); the loader refuses
+// a value outside it, naming file, line, column, value and range. The same table is in
+// data/PRICES.md.
+struct PriceLimit {
+  std::string_view column;  // "on_demand_usd_h", "spot_usd_h", "gpu_count"
+  double min, max;
+  std::string_view unit;    // "$/h", "GPUs"
+};
+[[nodiscard]] const std::vector<PriceLimit>& price_limits();
+
 // Reads a price CSV with the header
 // provider,instance,gpu,gpu_count,region,on_demand_usd_h,spot_usd_h,as_of,source (any order).
 // Throws Error(kIo) when unreadable, Error(kParse) with file:line:column and the column name

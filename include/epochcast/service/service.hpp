@@ -46,6 +46,11 @@ struct StageTimes {
   double render_s = 0;           // filled by callers that render
 };
 
+// The bundled held-out figures (data/model-validation.json) when they belong to `model`: same
+// schema, pair count and fit options, and fitted on the bundled dataset and catalog (its data
+// fingerprint); else none, with a note saying why and how to measure them (`epochcast eval`).
+[[nodiscard]] ModelValidation bundled_validation(const StackedModel& model);
+
 class Service {
  public:
   // Loads the catalogs and the model (fitting the default model on first use; shows progress).

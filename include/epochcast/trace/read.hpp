@@ -40,7 +40,15 @@ struct ReadOptions {
   // Called after each chunk read from a file (bytes so far, file size or 0 when unknown), so a
   // front end can show progress on long reads. Not called by read_trace_from_string.
   std::function<void(std::uint64_t done_bytes, std::uint64_t total_bytes)> progress;
+  // Most bytes read_trace takes from a stream (stdin, a pipe or FIFO, a device: anything but a
+  // regular file) before it gives up with Error(kIo): a trace is read whole before it is analysed,
+  // so an endless stream (`yes … | epochcast info -`) would fill memory. 0: the
+  // EPOCHCAST_MAX_STREAM_BYTES environment variable if set, else kDefaultMaxStreamBytes.
+  std::uint64_t max_stream_bytes = 0;
 };
+
+// 4 GiB: a trace of that size takes a few GiB of memory once read (docs/errors.md).
+inline constexpr std::uint64_t kDefaultMaxStreamBytes = std::uint64_t{4} << 30;
 
 // Reads a whole trace, streaming the file through a fixed buffer. "-" reads stdin.
 // Throws Error(kIo) when the file cannot be read, Error(kParse) with file:line:column and field

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "epochcast/core/error.hpp"
@@ -122,6 +124,55 @@ TEST(PriceCatalog, MissingColumnAndEmptyFileAreParseErrors) {
               std::string::npos)
         << e.what();
   }
+}
+
+}  // namespace
+}  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+// Plausible ranges (price_limits(), data/PRICES.md): a price in $/s or $/min, or a typo with
+// extra digits, is refused naming file, line, column, value and range; the limits themselves
+// load, as does the bundled file (BundledFileLoadsWithEveryRowAttributed).
+TEST(PriceCatalog, ValuesOutsideThePlausibleRangeAreRefusedWithTheRange) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"aws,i,T4,1,r,0.000146,,2024-06-01,x\n", "on_demand_usd_h"},  // 0.526 $/h in $/s
+      {"aws,i,T4,1,r,52600,,2024-06-01,x\n", "on_demand_usd_h"},
+      {"aws,i,T4,1,r,1,0.005,2024-06-01,x\n", "spot_usd_h"},
+      {"aws,i,T4,65,r,1,,2024-06-01,x\n", "gpu_count"},
+  };
+  for (auto [row, field] : cases) {
+    const Error e = parse_error(row);
+    SCOPED_TRACE(e.what());
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "p.csv");
+    EXPECT_EQ(e.where().line, 2u);
+    EXPECT_GE(e.where().column, 1u);
+    EXPECT_EQ(e.where().field, field);
+    EXPECT_NE(e.detail().find("outside the plausible range"), std::string::npos);
+  }
+  const Error e = parse_error("aws,i,T4,1,r,52600,,2024-06-01,x\n");
+  EXPECT_NE(e.detail().find("52600 $/h is outside the plausible range 0.01 to 10000 $/h"), std::string::npos)
+      << e.what();
+  for (const PriceLimit& limit : price_limits()) {
+    if (limit.column == "gpu_count") continue;
+    for (double ok : {limit.min, limit.max}) {
+      const std::string row = fmt::format("aws,i,T4,1,r,{},{},2024-06-01,x\n", limit.column == "spot_usd_h" ? 1 : ok,
+                                          limit.column == "spot_usd_h" ? fmt::format("{}", ok) : "");
+      EXPECT_NO_THROW((void)parse_price_catalog(std::string(kHeader) + row, "p.csv")) << row;
+    }
+  }
+}
+
+TEST(PriceCatalog, APriceBeyondADoubleSaysOutOfRange) {
+  for (const char* value : {"1e309", "-1e309", "1e-400"}) {
+    const Error e = parse_error(fmt::format("aws,i,T4,1,r,{},,2024-06-01,x\n", value));
+    EXPECT_EQ(e.where().field, "on_demand_usd_h");
+    EXPECT_NE(e.detail().find(fmt::format("out of range of a double: '{}'", value)), std::string::npos) << e.what();
+  }
+  EXPECT_NE(parse_error("aws,i,T4,1,r,abc,,2024-06-01,x\n").detail().find("'abc' is not a number"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -261,3 +261,26 @@ TEST(Format, DurationsReadForPeople) {
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+// Without figures (a model fitted on other data), the text's Model line and the HTML page say
+// why and how to get them (the text said only "no validation figures" until 2026-12-01).
+TEST(Table, MissingValidationFiguresSayWhy) {
+  PredictReport r = sample_report();
+  r.model = "altered.json";
+  r.validation = {};
+  r.validation.note = "Held-out figures unknown for this model's data: measure them with `epochcast eval --data "
+                      "DATASET` <here>.";
+  const std::string t = render_table(r);
+  EXPECT_THAT(t, HasSubstr("Model:    altered.json; held-out figures unknown for this model's data: measure them "
+                           "with `epochcast eval --data DATASET` <here>."));
+  const std::string h = render_html(r, sample_trace(300, 0.1));
+  EXPECT_THAT(h, HasSubstr("No validation figures are available for this model.</p><p class=\"muted\">Held-out "
+                           "figures unknown for this model&#39;s data: measure them with `epochcast eval --data "
+                           "DATASET` &lt;here&gt;."));
+}
+
+}  // namespace
+}  // namespace epochcast
