@@ -32,23 +32,6 @@ struct PredictCliOptions {
   TraceInputOptions input;
 };
 
-std::vector<std::string> split_gpu_list(const std::string& list) {
-  std::vector<std::string> out;
-  if (list.empty() || list == "all") return out;
-  std::size_t begin = 0;
-  while (begin <= list.size()) {
-    const std::size_t comma = list.find(',', begin);
-    std::string item = list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  if (out.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("--gpus '{}' names no GPU", list));
-  return out;
-}
-
 // Progress on stderr: one rewriting line on a terminal, a line per stage otherwise.
 ProgressFn terminal_progress() {
   const bool tty = isatty(fileno(stderr)) != 0;
@@ -90,7 +73,7 @@ void run_predict(const PredictCliOptions& o) {
 
   PredictRequest request;
   request.source_gpu = o.source_gpu;
-  request.gpus = split_gpu_list(o.gpus);
+  request.gpus = parse_gpu_list(o.gpus, "--gpus");
   request.epochs = o.epochs;
   request.source_epoch_s = o.epoch_s;
   request.min_detection_confidence = o.min_confidence;

@@ -149,19 +149,7 @@ Trace read_uploaded_trace(const Request& req, const Query& query) {
 PredictRequest predict_request(const Query& query) {
   PredictRequest r;
   if (const auto source = query.text("source_gpu")) r.source_gpu = *source;
-  if (const auto list = query.text("gpus"); list && *list != "all") {
-    std::string_view rest = *list;
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(',');
-      std::string_view item = rest.substr(0, comma);
-      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-      while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-      if (!item.empty()) r.gpus.emplace_back(item);
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    }
-    if (r.gpus.empty())
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("query parameter 'gpus': '{}' names no GPU", *list));
-  }
+  if (const auto list = query.text("gpus")) r.gpus = parse_gpu_list(*list, "query parameter 'gpus':");
   if (const auto epochs = query.integer("epochs", 1, 1000000)) r.epochs = *epochs;
   if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
   if (const auto confidence = query.number("min_confidence", 0, 1)) r.min_detection_confidence = *confidence;

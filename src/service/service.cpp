@@ -305,6 +305,22 @@ bool looks_like_metric_log(const std::filesystem::path& p) {
 
 }  // namespace
 
+std::vector<std::string> parse_gpu_list(std::string_view list, std::string_view what) {
+  std::vector<std::string> out;
+  if (list.empty() || list == "all") return out;
+  std::string_view rest = list;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (out.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("{} '{}' names no GPU", what, list));
+  return out;
+}
+
 std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const auto& path : paths) {

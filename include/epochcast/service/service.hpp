@@ -90,6 +90,9 @@ class Service {
 // *.truth.json and dotfiles are skipped), sorted by name; files are kept as given.
 // Throws Error(kIo) for a path that does not exist.
 [[nodiscard]] std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths);
+// A GPU list as the front ends take it ("all", or "t4, a10g"): the ids, trimmed; empty for
+// "all" or "". Error(kInvalidArgument) "<what> '<list>' names no GPU" for one like ",,".
+[[nodiscard]] std::vector<std::string> parse_gpu_list(std::string_view list, std::string_view what);
 // NAME.host.csv next to NAME.smi.csv (or NAME.csv), or "" when there is none.
 [[nodiscard]] std::string sibling_host_trace(const std::string& trace_path);
 

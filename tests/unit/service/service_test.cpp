@@ -132,3 +132,23 @@ TEST(Service, FlatTraceGivesNoPredictionAndSaysWhy) {
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+// The one GPU-list reader of `predict --gpus` and the server's `gpus=` parameter.
+TEST(ParseGpuList, TrimsSplitsAndRefusesAnEmptyList) {
+  EXPECT_TRUE(parse_gpu_list("all", "--gpus").empty());
+  EXPECT_TRUE(parse_gpu_list("", "--gpus").empty());
+  EXPECT_EQ(parse_gpu_list(" t4, a10g ,,v100", "--gpus"), (std::vector<std::string>{"t4", "a10g", "v100"}));
+  try {
+    (void)parse_gpu_list(" , ,", "query parameter 'gpus':");
+    FAIL() << "an empty list was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()), "query parameter 'gpus': ' , ,' names no GPU");
+  }
+}
+
+}  // namespace
+}  // namespace epochcast
