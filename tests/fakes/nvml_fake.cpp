@@ -19,6 +19,10 @@
 //   EPOCHCAST_FAKE_NVML_INIT_ERROR=CODE  nvmlInit returns CODE (e.g. 9 = DRIVER_NOT_LOADED)
 //   EPOCHCAST_FAKE_NVML_START_FILE=PATH  the replay holds its first sample until PATH exists and
 //                                        starts then (a test starts it once a scraper is ready)
+//   EPOCHCAST_FAKE_NVML_REPLAY_LOG=PATH  written once when the replay starts: the wall-clock Unix
+//                                        time (seconds, µs digits) at which trace time 0 was
+//                                        current, so a test can tell at which trace instant each
+//                                        collected row's timestamp falls without guessing
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -68,6 +72,7 @@ struct FakeState {
   std::map<Metric, double> fixed;           // EPOCHCAST_FAKE_NVML_VALUE: answered instead of the replay
   Clock::time_point start;
   std::string start_file;                   // replay held until it exists
+  std::string replay_log;                   // the replay's start (Unix seconds) is written here
   std::atomic<bool> replaying{true};
   std::atomic<Clock::rep> replay_start{0};  // Clock ticks since its epoch
   std::vector<FakeDevice> devices;
@@ -80,6 +85,20 @@ std::atomic<int> g_init_count{0};
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? v : nullptr;
+}
+
+// The replay's start as wall-clock Unix seconds, for EPOCHCAST_FAKE_NVML_REPLAY_LOG. Taken right
+// after the steady-clock start it stands for.
+void log_replay_start(const std::string& path) {
+  if (path.empty()) return;
+  const double unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fprintf(f, "%.6f\n", unix_s);
+    std::fclose(f);
+  } else {
+    std::fprintf(stderr, "libnvml_fake: cannot write %s\n", path.c_str());
+  }
 }
 
 nvmlReturn_t load_state() {
@@ -146,11 +165,14 @@ nvmlReturn_t load_state() {
       }
     }
   }
+  if (const char* v = env("EPOCHCAST_FAKE_NVML_REPLAY_LOG")) state->replay_log = v;
   state->start = Clock::now();
   state->replay_start = state->start.time_since_epoch().count();
   if (const char* v = env("EPOCHCAST_FAKE_NVML_START_FILE")) {
     state->start_file = v;
     state->replaying = false;
+  } else {
+    log_replay_start(state->replay_log);
   }
   g_state = state.release();
   return nv::kSuccess;
@@ -165,7 +187,8 @@ double replay_elapsed_s() {
   if (!g_state->replaying) {
     if (::access(g_state->start_file.c_str(), F_OK) != 0) return 0;
     Clock::rep expected = g_state->start.time_since_epoch().count();
-    g_state->replay_start.compare_exchange_strong(expected, Clock::now().time_since_epoch().count());
+    if (g_state->replay_start.compare_exchange_strong(expected, Clock::now().time_since_epoch().count()))
+      log_replay_start(g_state->replay_log);
     g_state->replaying = true;
   }
   const Clock::time_point begin{Clock::duration(g_state->replay_start.load())};
