@@ -19,6 +19,9 @@
 //   EPOCHCAST_FAKE_NVML_INIT_ERROR=CODE  nvmlInit returns CODE (e.g. 9 = DRIVER_NOT_LOADED)
 //   EPOCHCAST_FAKE_NVML_START_FILE=PATH  the replay holds its first sample until PATH exists and
 //                                        starts then (a test starts it once a scraper is ready)
+//   EPOCHCAST_FAKE_NVML_STALL=N:MS      every Nth nvmlDeviceGetPowerUsage call sleeps MS before
+//                                        reading: a collector preempted between a tick's
+//                                        timestamp and its power read
 //   EPOCHCAST_FAKE_NVML_REPLAY_LOG=PATH  written once when the replay starts: the wall-clock Unix
 //                                        time (seconds, µs digits) at which trace time 0 was
 //                                        current, so a test can tell at which trace instant each
@@ -67,6 +70,9 @@ struct FakeState {
   double lost_after_s = -1;
   int lost_gpu = -1;  // -1: all
   int slow_ms = 0;
+  int stall_every = 0;  // EPOCHCAST_FAKE_NVML_STALL: every Nth power read sleeps stall_ms
+  int stall_ms = 0;
+  std::atomic<long> power_calls{0};
   int pcie_ms = 20;
   double pcie_kbps = -1;
   std::map<Metric, double> fixed;           // EPOCHCAST_FAKE_NVML_VALUE: answered instead of the replay
@@ -124,6 +130,12 @@ nvmlReturn_t load_state() {
   if (const char* v = env("EPOCHCAST_FAKE_NVML_LOST_AFTER_S")) state->lost_after_s = std::atof(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_LOST_GPU")) state->lost_gpu = std::atoi(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_SLOW_MS")) state->slow_ms = std::atoi(v);
+  if (const char* v = env("EPOCHCAST_FAKE_NVML_STALL")) {
+    if (std::sscanf(v, "%d:%d", &state->stall_every, &state->stall_ms) != 2 || state->stall_every <= 0) {
+      std::fprintf(stderr, "libnvml_fake: EPOCHCAST_FAKE_NVML_STALL: expected N:MS, got '%s'\n", v);
+      state->stall_every = 0;
+    }
+  }
   if (const char* v = env("EPOCHCAST_FAKE_NVML_PCIE_MS")) state->pcie_ms = std::atoi(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_PCIE_KBPS")) state->pcie_kbps = std::atof(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_NOT_SUPPORTED")) {
@@ -346,6 +358,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 }
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw) {
+  if (g_state && g_state->stall_every > 0 && ++g_state->power_calls % g_state->stall_every == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(g_state->stall_ms));
   return read_metric(device, Metric::kPower, power_mw, 1000.0);
 }
 
