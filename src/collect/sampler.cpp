@@ -140,6 +140,9 @@ void Sampler::pcie_loop() {
 
 namespace {
 
+// Reads of one tick spreading over more than this (and 4x their median) are read again.
+constexpr std::int64_t kSpreadFloorNs = 2'000'000;
+
 std::int64_t mono_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -192,9 +195,13 @@ double LatenessHistogram::quantile(double q) const {
 
 std::string describe_schedule(const SamplerStats& stats) {
   auto ms = [](double s) { return fmt::format("{:.3g} ms", s * 1e3); };
-  return fmt::format("{} ticks, {} missed ({} gap{}), {} late; lateness p50 {}, p99 {}, max {}", stats.ticks,
-                     stats.missed_ticks, stats.gaps.size(), stats.gaps.size() == 1 ? "" : "s", stats.late_ticks,
-                     ms(stats.lateness.quantile(0.5)), ms(stats.lateness.quantile(0.99)), ms(stats.lateness.max_s()));
+  std::string text = fmt::format(
+      "{} ticks, {} missed ({} gap{}), {} late; lateness p50 {}, p99 {}, max {}; {} read again", stats.ticks,
+      stats.missed_ticks, stats.gaps.size(), stats.gaps.size() == 1 ? "" : "s", stats.late_ticks,
+      ms(stats.lateness.quantile(0.5)), ms(stats.lateness.quantile(0.99)), ms(stats.lateness.max_s()),
+      stats.reread_ticks);
+  if (stats.spread_ticks) text += fmt::format(", {} spread", stats.spread_ticks);
+  return text;
 }
 
 void Sampler::run(const SamplerHooks& hooks) {
@@ -253,51 +260,79 @@ void Sampler::run(const SamplerHooks& hooks) {
     stats_.lateness.add(lateness_s);
     if (now_ns - deadline_ns >= interval_ns) ++stats_.late_ticks;
 
-    const double unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const double elapsed_s = static_cast<double>(now_ns - start_ns) / 1e9;
-    MetricValues host_values = empty_metric_values();
-    if (host) host->sample(host_values);
+    // The row's timestamp is taken when its reads begin; reads whose span grew far past the
+    // usual (the thread preempted between the stamp and a read: 46 ms once in ~43,000 rows
+    // under load) would put values from two instants under one timestamp, so such a tick is
+    // read once more, with a new timestamp. Bound: 4x the median span so far (a slow driver's
+    // usual 33 ms is not a stall), at least kSpreadFloor. The kept read's failures and
+    // impossible readings are counted, not the discarded one's.
+    double unix_s = 0;
+    double elapsed_s = 0;
+    std::uint64_t failed_reads = 0;
+    for (bool again = false;; again = true) {
+      const std::int64_t read_begin_ns = again ? mono_ns() : now_ns;
+      if (again) last_read_ns = read_begin_ns;
+      unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      elapsed_s = static_cast<double>(read_begin_ns - start_ns) / 1e9;
+      failed_reads = 0;
+      MetricValues host_values = empty_metric_values();
+      if (host) host->sample(host_values);
 
-    samples.clear();
-    for (std::size_t slot = 0; slot < states_.size(); ++slot) {
-      GpuState& s = states_[slot];
-      if (s.lost) continue;
-      GpuSample sample{slot, empty_metric_values()};
-      for (NvmlQuery q : kTickQueries) {
-        if (!s.supported[idx(q)]) continue;
-        const ReadResult r = nvml_.read(s.nvml_index, q, sample.values);
-        if (r.status == ReadStatus::kOk) continue;
-        if (r.status == ReadStatus::kGpuLost) {
-          s.lost = true;
-          std::string error = fmt::format("{} lost at {:.1f} s (tick {}): {}", describe(gpus_[slot]), elapsed_s,
-                                          sequence, nvml_.error_string(r.nvml_code));
-          stats_.errors.push_back(error);
-          message("error: " + error);
-          break;
+      samples.clear();
+      for (std::size_t slot = 0; slot < states_.size(); ++slot) {
+        GpuState& s = states_[slot];
+        if (s.lost) continue;
+        GpuSample sample{slot, empty_metric_values()};
+        for (NvmlQuery q : kTickQueries) {
+          if (!s.supported[idx(q)]) continue;
+          const ReadResult r = nvml_.read(s.nvml_index, q, sample.values);
+          if (r.status == ReadStatus::kOk) continue;
+          if (r.status == ReadStatus::kGpuLost) {
+            s.lost = true;
+            std::string error = fmt::format("{} lost at {:.1f} s (tick {}): {}", describe(gpus_[slot]), elapsed_s,
+                                            sequence, nvml_.error_string(r.nvml_code));
+            stats_.errors.push_back(error);
+            message("error: " + error);
+            break;
+          }
+          if (r.status == ReadStatus::kNotSupported) {
+            s.supported[idx(q)] = false;  // absent from now on, said once
+            message(fmt::format("GPU {}: {} stopped answering (not supported); {} absent from now on",
+                                s.nvml_index, to_string(q), tags_of(q)));
+            continue;
+          }
+          ++failed_reads;
+          if (!s.failure_reported[idx(q)]) {
+            s.failure_reported[idx(q)] = true;
+            message(fmt::format("GPU {}: {} failed: {} (cell left empty; further failures counted)", s.nvml_index,
+                                to_string(q), nvml_.error_string(r.nvml_code)));
+          }
         }
-        if (r.status == ReadStatus::kNotSupported) {
-          s.supported[idx(q)] = false;  // absent from now on, said once
-          message(fmt::format("GPU {}: {} stopped answering (not supported); {} absent from now on",
-                              s.nvml_index, to_string(q), tags_of(q)));
-          continue;
+        if (s.lost) continue;
+        if (options_.pcie) {
+          std::lock_guard lock(pcie_mutex_);
+          sample.values[idx(Metric::kPcieTx)] = s.pcie_tx_bps;
+          sample.values[idx(Metric::kPcieRx)] = s.pcie_rx_bps;
         }
-        ++stats_.failed_reads;
-        if (!s.failure_reported[idx(q)]) {
-          s.failure_reported[idx(q)] = true;
-          message(fmt::format("GPU {}: {} failed: {} (cell left empty; further failures counted)", s.nvml_index,
-                              to_string(q), nvml_.error_string(r.nvml_code)));
+        if (host) {
+          sample.values[idx(Metric::kHostCpuUtil)] = host_values[idx(Metric::kHostCpuUtil)];
+          sample.values[idx(Metric::kHostMemUsed)] = host_values[idx(Metric::kHostMemUsed)];
         }
+        samples.push_back(sample);
       }
-      if (s.lost) continue;
-      if (options_.pcie) {
-        std::lock_guard lock(pcie_mutex_);
-        sample.values[idx(Metric::kPcieTx)] = s.pcie_tx_bps;
-        sample.values[idx(Metric::kPcieRx)] = s.pcie_rx_bps;
+      const std::int64_t span_ns = mono_ns() - read_begin_ns;
+      const auto usual_ns = static_cast<std::int64_t>(stats_.read_span.quantile(0.5) * 1e9);
+      stats_.read_span.add(static_cast<double>(span_ns) / 1e9);
+      if (span_ns <= std::max(kSpreadFloorNs, 4 * usual_ns) || samples.empty()) break;
+      if (again) {
+        ++stats_.spread_ticks;  // read twice, spread both times: kept as read
+        break;
       }
-      if (host) {
-        sample.values[idx(Metric::kHostCpuUtil)] = host_values[idx(Metric::kHostCpuUtil)];
-        sample.values[idx(Metric::kHostMemUsed)] = host_values[idx(Metric::kHostMemUsed)];
-      }
+      ++stats_.reread_ticks;
+    }
+    stats_.failed_reads += failed_reads;
+    for (GpuSample& sample : samples) {
+      GpuState& s = states_[sample.slot];
       // A reading outside the metric's physical limits (util 250 %, negative power) is missing,
       // as every trace reader has it: said once per GPU and metric, then counted.
       for (std::size_t k = 0; k < kMetricCount; ++k) {
@@ -312,7 +347,6 @@ void Sampler::run(const SamplerHooks& hooks) {
                               s.nvml_index, info(m).tag, v, describe_limits(m), sequence));
         }
       }
-      samples.push_back(sample);
     }
     if (samples.empty()) break;  // every GPU lost: the trace so far is kept by the caller
     ++stats_.ticks;

@@ -19,6 +19,13 @@
 //   EPOCHCAST_FAKE_NVML_INIT_ERROR=CODE  nvmlInit returns CODE (e.g. 9 = DRIVER_NOT_LOADED)
 //   EPOCHCAST_FAKE_NVML_START_FILE=PATH  the replay holds its first sample until PATH exists and
 //                                        starts then (a test starts it once a scraper is ready)
+//   EPOCHCAST_FAKE_NVML_STALL=N:MS      every Nth nvmlDeviceGetPowerUsage call sleeps MS before
+//                                        reading: a collector preempted between a tick's
+//                                        timestamp and its power read
+//   EPOCHCAST_FAKE_NVML_REPLAY_LOG=PATH  written once when the replay starts: the wall-clock Unix
+//                                        time (seconds, µs digits) at which trace time 0 was
+//                                        current, so a test can tell at which trace instant each
+//                                        collected row's timestamp falls without guessing
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -63,11 +70,15 @@ struct FakeState {
   double lost_after_s = -1;
   int lost_gpu = -1;  // -1: all
   int slow_ms = 0;
+  int stall_every = 0;  // EPOCHCAST_FAKE_NVML_STALL: every Nth power read sleeps stall_ms
+  int stall_ms = 0;
+  std::atomic<long> power_calls{0};
   int pcie_ms = 20;
   double pcie_kbps = -1;
   std::map<Metric, double> fixed;           // EPOCHCAST_FAKE_NVML_VALUE: answered instead of the replay
   Clock::time_point start;
   std::string start_file;                   // replay held until it exists
+  std::string replay_log;                   // the replay's start (Unix seconds) is written here
   std::atomic<bool> replaying{true};
   std::atomic<Clock::rep> replay_start{0};  // Clock ticks since its epoch
   std::vector<FakeDevice> devices;
@@ -80,6 +91,20 @@ std::atomic<int> g_init_count{0};
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? v : nullptr;
+}
+
+// The replay's start as wall-clock Unix seconds, for EPOCHCAST_FAKE_NVML_REPLAY_LOG. Taken right
+// after the steady-clock start it stands for.
+void log_replay_start(const std::string& path) {
+  if (path.empty()) return;
+  const double unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fprintf(f, "%.6f\n", unix_s);
+    std::fclose(f);
+  } else {
+    std::fprintf(stderr, "libnvml_fake: cannot write %s\n", path.c_str());
+  }
 }
 
 nvmlReturn_t load_state() {
@@ -105,6 +130,12 @@ nvmlReturn_t load_state() {
   if (const char* v = env("EPOCHCAST_FAKE_NVML_LOST_AFTER_S")) state->lost_after_s = std::atof(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_LOST_GPU")) state->lost_gpu = std::atoi(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_SLOW_MS")) state->slow_ms = std::atoi(v);
+  if (const char* v = env("EPOCHCAST_FAKE_NVML_STALL")) {
+    if (std::sscanf(v, "%d:%d", &state->stall_every, &state->stall_ms) != 2 || state->stall_every <= 0) {
+      std::fprintf(stderr, "libnvml_fake: EPOCHCAST_FAKE_NVML_STALL: expected N:MS, got '%s'\n", v);
+      state->stall_every = 0;
+    }
+  }
   if (const char* v = env("EPOCHCAST_FAKE_NVML_PCIE_MS")) state->pcie_ms = std::atoi(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_PCIE_KBPS")) state->pcie_kbps = std::atof(v);
   if (const char* v = env("EPOCHCAST_FAKE_NVML_NOT_SUPPORTED")) {
@@ -146,11 +177,14 @@ nvmlReturn_t load_state() {
       }
     }
   }
+  if (const char* v = env("EPOCHCAST_FAKE_NVML_REPLAY_LOG")) state->replay_log = v;
   state->start = Clock::now();
   state->replay_start = state->start.time_since_epoch().count();
   if (const char* v = env("EPOCHCAST_FAKE_NVML_START_FILE")) {
     state->start_file = v;
     state->replaying = false;
+  } else {
+    log_replay_start(state->replay_log);
   }
   g_state = state.release();
   return nv::kSuccess;
@@ -165,7 +199,8 @@ double replay_elapsed_s() {
   if (!g_state->replaying) {
     if (::access(g_state->start_file.c_str(), F_OK) != 0) return 0;
     Clock::rep expected = g_state->start.time_since_epoch().count();
-    g_state->replay_start.compare_exchange_strong(expected, Clock::now().time_since_epoch().count());
+    if (g_state->replay_start.compare_exchange_strong(expected, Clock::now().time_since_epoch().count()))
+      log_replay_start(g_state->replay_log);
     g_state->replaying = true;
   }
   const Clock::time_point begin{Clock::duration(g_state->replay_start.load())};
@@ -323,6 +358,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 }
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw) {
+  if (g_state && g_state->stall_every > 0 && ++g_state->power_calls % g_state->stall_every == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(g_state->stall_ms));
   return read_metric(device, Metric::kPower, power_mw, 1000.0);
 }
 

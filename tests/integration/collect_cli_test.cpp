@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <regex>
@@ -38,29 +40,89 @@ nlohmann::json detect_json(const std::string& path, const TempDir& dir) {
   return nlohmann::json::parse(r.out);
 }
 
-// Replaying at 5x and sampling at 20 ms sees the trace's 100 ms samples as nvidia-smi did.
+// How many of `collected`'s values of `metric` are the original's sample current at the replay
+// instant the row's timestamp names, (start + time - replay start) x speed, or one of its two
+// neighbours (millisecond timestamps; reads follow the stamp within microseconds).
+std::size_t replay_matches(const Trace& original, const Trace& collected, Metric metric, double offset_s,
+                           double speed) {
+  const auto& o = original.find(metric)->values;
+  const auto& c = collected.find(metric)->values;
+  std::size_t matches = 0;
+  for (std::size_t i = 0; i < collected.size(); ++i) {
+    const double replay_s = (collected.time_s[i] + offset_s) * speed;
+    const auto k = static_cast<std::size_t>(
+        std::upper_bound(original.time_s.begin(), original.time_s.end(), replay_s) - original.time_s.begin());
+    const std::size_t current = k == 0 ? 0 : k - 1;
+    bool hit = false;
+    for (std::size_t j = current == 0 ? 0 : current - 1; j <= std::min(current + 1, o.size() - 1) && !hit; ++j)
+      hit = std::abs(o[j] - c[i]) < 0.006;
+    matches += hit;
+  }
+  return matches;
+}
+
+// Replaying at 5x, one sample of the original (100 ms of trace) is current for 20 ms of wall time;
+// sampling every 10 ms reads each one at least twice. At one tick per replayed sample (20 ms, as
+// until 2026-12-01) the collector's series was the original with a sample dropped and its
+// neighbour doubled wherever a tick fell a millisecond either side of a sample boundary, and
+// `detect`'s confidence on such a replay ranged from 0.59 to 0.97 with the phase alone (0.35 and
+// 0.13 in two loaded runs, both with every value equal to the original at its timestamp: the
+// "flaky" failure of this test).
 //
-// A missed tick is a deadline the sampler skipped because it woke more than max_behind (1 s)
-// late: the process was stalled (SIGSTOP, or a box at load ~15). The ticks around it are still
-// read at their real times, and the skip is recorded (summary, a `# gap:` line), so no run may
-// lose a tick silently. Every run is checked for that and for its samples; the period needs
-// every epoch in view, so a run with a recorded gap is reported and run again (at most 3 runs).
+// Checked on every run, each a hard failure:
+// - the sampler's own account: every deadline is a row or a recorded miss, one `# gap:` line per
+//   gap, no unrecorded hole, no repeated timestamp;
+// - sample by sample, each collected value is the original's at the replay instant its timestamp
+//   names. The fake writes when its replay started (EPOCHCAST_FAKE_NVML_REPLAY_LOG), so that
+//   instant is known, not searched for: rows stamped late or early, shifted, lost or doubled
+//   do not match.
+// The period needs every epoch in view and enough of each: a run the sampler records as stalled
+// (a gap: stopped > 1 s; or ticks read a whole interval or more late, whose replayed samples it
+// could not see) may leave `detect` abstaining. Such a run is reported (test property) and run
+// again, at most 3 runs. `detect` abstaining on a run with no stall recorded fails at once.
 TEST(CollectCli, ReplayedH200TraceGivesTheSamePeriodAndTheSameSamples) {
   constexpr double kSpeed = 5;
-  constexpr std::uint64_t kDeadlines = 310;  // 6.2 s at 20 ms
+  constexpr int kIntervalMs = 10;
+  constexpr std::uint64_t kDeadlines = 620;  // 6.2 s at 10 ms
   const Trace original = read_trace(kResnet);
+  const auto a = [] {
+    TempDir dir("collect-replay-original");
+    return detect_json(kResnet, dir);
+  }();
+  ASSERT_TRUE(a["found"].get<bool>());
+  const double original_period = a["period_s"].get<double>();
   for (int run = 1;; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
     TempDir dir("collect-replay");
     const std::string out = (dir / "collected.csv").string();
-    const auto r = run_cli({"collect", "-o", out, "--interval-ms", "20", "--duration", "6.2"},
-                           fake_nvml_env(kResnet, "5"), dir.path());
+    const std::string replay_log = (dir / "replay-start").string();
+    EnvVars env = fake_nvml_env(kResnet, "5");
+    env["EPOCHCAST_FAKE_NVML_REPLAY_LOG"] = replay_log;
+    const auto r = run_cli({"collect", "-o", out, "--interval-ms", std::to_string(kIntervalMs), "--duration", "6.2"},
+                           env, dir.path());
+    // A failed run's trace and messages are kept for a post-mortem.
+    auto keep = [&](const std::string& why) {
+      const auto kept = std::filesystem::temp_directory_path() /
+                        ("epochcast-collect-replay-run" + std::to_string(run) + ".csv");
+      std::error_code ec;
+      std::filesystem::copy_file(out, kept, std::filesystem::copy_options::overwrite_existing, ec);
+      std::ofstream(kept.string() + ".err") << r.err;
+      std::cerr << why << "; trace kept in " << kept.string() << " (stderr in " << kept.string() << ".err)\n";
+    };
+    struct KeepOnFailure {
+      std::function<void()> f;
+      ~KeepOnFailure() {
+        if (::testing::Test::HasFailure()) f();
+      }
+    } keep_on_failure{[&] { keep("failed"); }};
     ASSERT_EQ(r.status, 0) << r.err;
 
     // The sampler's own account: every deadline is a row or a recorded miss.
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"((\d+) ticks, (\d+) missed \((\d+) gaps?\))"))) << r.err;
-    const std::uint64_t ticks = std::stoull(m[1]), missed = std::stoull(m[2]), gaps = std::stoull(m[3]);
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"((\d+) ticks, (\d+) missed \((\d+) gaps?\), (\d+) late)")))
+        << r.err;
+    const std::uint64_t ticks = std::stoull(m[1]), missed = std::stoull(m[2]), gaps = std::stoull(m[3]),
+                        late = std::stoull(m[4]);
     EXPECT_EQ(ticks + missed, kDeadlines) << r.err;
     EXPECT_EQ(gaps == 0, missed == 0) << r.err;
     EXPECT_LE(missed, kDeadlines / 2) << "over half the run skipped: " << r.err;
@@ -84,51 +146,74 @@ TEST(CollectCli, ReplayedH200TraceGivesTheSamePeriodAndTheSameSamples) {
     for (std::size_t i = 1; i < collected.size(); ++i) holes += collected.time_s[i] - collected.time_s[i - 1] > 1.1;
     EXPECT_LE(holes, gaps);
 
-    // Sample by sample: each collected value is the original's at that replay instant. The
-    // replay starts at nvmlInit, before the first tick by the start-up time (longer on a loaded
-    // machine): that one offset is found first (0..2 s wall, best power match), then two
-    // original samples of slack remain for clock jitter.
-    auto matches_at = [&](Metric metric, double offset_s) {
-      const auto& o = original.find(metric)->values;
-      const auto& c = collected.find(metric)->values;
-      std::size_t matches = 0;
-      for (std::size_t i = 0; i < collected.size(); ++i) {
-        const double replay_s = (collected.time_s[i] + offset_s) * kSpeed;
-        const auto k = static_cast<std::size_t>(
-            std::upper_bound(original.time_s.begin(), original.time_s.end(), replay_s) - original.time_s.begin());
-        bool hit = false;
-        for (std::size_t j = k >= 2 ? k - 2 : 0; j < std::min(k + 2, o.size()) && !hit; ++j)
-          hit = std::abs(o[j] - c[i]) < 0.006;
-        matches += hit;
-      }
-      return matches;
-    };
-    double offset_s = 0;
-    std::size_t best = matches_at(Metric::kPower, 0);
-    for (double off = 0.005; off <= 2.0; off += 0.005)
-      if (const std::size_t n = matches_at(Metric::kPower, off); n > best) best = n, offset_s = off;
+    // Sample by sample: each collected value is the original's at the replay instant its
+    // timestamp names, (stamp - replay start) x speed. The stamp is when the tick's reads began
+    // (written to the millisecond), the reads follow within microseconds: one replayed sample
+    // (20 ms of wall time) either side covers both, a stamp 20 ms or more off does not match.
+    const std::string replay_start_text = testing::read_file(replay_log);
+    ASSERT_FALSE(replay_start_text.empty()) << "the fake did not write " << replay_log;
+    const double replay_start_unix_s = std::stod(replay_start_text);
+    const double offset_s = collected.start_unix_s - replay_start_unix_s;  // start-up: nvmlInit to the first tick
+    EXPECT_GE(offset_s, -0.001) << "first row stamped before the replay (and nvmlInit) began";
+    EXPECT_LE(offset_s, 2.0) << "first row stamped over 2 s after nvmlInit";
     for (Metric metric : {Metric::kGpuUtil, Metric::kPower, Metric::kSmClock, Metric::kMemUsed}) {
-      const std::size_t matches = matches_at(metric, offset_s);
+      const std::size_t matches = replay_matches(original, collected, metric, offset_s, kSpeed);
       EXPECT_GE(matches, collected.size() * 98 / 100)
-          << info(metric).tag << ": " << matches << " of " << collected.size() << " (start-up offset " << offset_s << " s)";
+          << info(metric).tag << ": " << matches << " of " << collected.size() << " (start-up offset " << offset_s
+          << " s)";
     }
 
     if (missed == 0) {
-      const auto a = detect_json(kResnet, dir);
       const auto b = detect_json(out, dir);
-      ASSERT_TRUE(a["found"].get<bool>());
-      ASSERT_TRUE(b["found"].get<bool>()) << b.dump();
-      const double original_period = a["period_s"].get<double>();
-      const double replayed_period = b["period_s"].get<double>() * kSpeed;
-      EXPECT_NEAR(replayed_period, original_period, 0.02 * original_period);
-      EXPECT_EQ(a["epochs"].size(), b["epochs"].size());
-      return;
+      if (b["found"].get<bool>()) {
+        const double replayed_period = b["period_s"].get<double>() * kSpeed;
+        EXPECT_NEAR(replayed_period, original_period, 0.02 * original_period);
+        EXPECT_EQ(a["epochs"].size(), b["epochs"].size());
+        return;
+      }
+      ASSERT_GT(late, 0u) << "detect abstained on a run with no stall recorded: " << b.dump() << "\n" << r.err;
+      RecordProperty("abstained_run_" + std::to_string(run), static_cast<int>(late));
+      keep(fmt::format("run {}: detect abstained ({}) after {} late ticks; running again", run,
+                       b["reason"].get<std::string>(), late));
+    } else {
+      RecordProperty("missed_ticks_run_" + std::to_string(run), static_cast<int>(missed));
+      std::cerr << "run " << run << ": " << missed << " ticks missed in " << gaps
+                << " recorded gap(s) (process stalled > 1 s); running again for the period\n";
     }
-    RecordProperty("missed_ticks_run_" + std::to_string(run), static_cast<int>(missed));
-    std::cerr << "run " << run << ": " << missed << " ticks missed in " << gaps
-              << " recorded gap(s) (process stalled > 1 s); running again for the period\n";
-    ASSERT_LT(run, 3) << "three runs in a row each stalled over 1 s; last: " << r.err;
+    ASSERT_LT(run, 3) << "three runs in a row stalled (a gap, or late ticks and detect abstaining); last: " << r.err;
   }
+}
+
+// A tick's timestamp is taken when its reads begin. A collector preempted between the stamp and
+// a read (seen once in ~43,000 rows under load: power read 46 ms after its stamp) would write
+// values from two instants under one timestamp; such a tick is read again with a new stamp.
+// The fake sleeps 40 ms in every 7th power read (two replayed samples at 5x): with the re-read
+// every row's power is the original's at its timestamp; without it about one row in seven is not.
+TEST(CollectCli, ATickStalledBetweenItsStampAndItsReadsIsReadAgain) {
+  constexpr double kSpeed = 5;
+  const Trace original = read_trace(kResnet);
+  TempDir dir("collect-stall");
+  const std::string out = (dir / "t.csv").string();
+  const std::string replay_log = (dir / "replay-start").string();
+  EnvVars env = fake_nvml_env(kResnet, "5");
+  env["EPOCHCAST_FAKE_NVML_REPLAY_LOG"] = replay_log;
+  env["EPOCHCAST_FAKE_NVML_STALL"] = "7:40";
+  const auto r = run_cli({"collect", "-o", out, "--interval-ms", "50", "--duration", "3"}, env, dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"((\d+) ticks, (\d+) missed .*; (\d+) read again)"))) << r.err;
+  const std::uint64_t ticks = std::stoull(m[1]), rereads = std::stoull(m[3]);
+  // 60 ticks + the probe's read: 8 or more stalled power reads, each one tick read again.
+  EXPECT_GE(rereads, 6u) << r.err;
+  EXPECT_LE(rereads, ticks / 4) << r.err;
+  const Trace collected = read_trace(out);
+  ASSERT_EQ(collected.size(), ticks);
+  EXPECT_EQ(collected.diagnostics.repeated_timestamps, 0u);
+  const double offset_s = collected.start_unix_s - std::stod(testing::read_file(replay_log));
+  const std::size_t power = replay_matches(original, collected, Metric::kPower, offset_s, kSpeed);
+  EXPECT_GE(power + 1, collected.size()) << "power of " << collected.size() - power
+                                         << " rows read well after their timestamp:\n" << r.err;
+  EXPECT_GE(replay_matches(original, collected, Metric::kGpuUtil, offset_s, kSpeed) + 1, collected.size());
 }
 
 TEST(CollectCli, MissingNvmlIsAClearDeviceError) {
@@ -149,9 +234,22 @@ TEST(CollectCli, GpuLostMidRunKeepsTheTraceAndRecordsTheError) {
   EXPECT_EQ(r.status, exit_status(ErrorCode::kDevice)) << r.err;
   EXPECT_NE(r.err.find("lost"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("trace up to then is kept in " + out), std::string::npos) << r.err;
+  // Every deadline before the loss is a row or a recorded miss, and every row is in the file.
+  // How many that is depends on when the collector got going after nvmlInit (the fake's clock
+  // starts there): ~50 on a quiet machine, 8 in one run at load ~7 (its stderr was not kept;
+  // a start-up held up ~0.4 s would give that),
+  // so the count is taken from the collector's own account rather than assumed (it was >= 35).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(lost at [0-9.]+ s \(tick (\d+)\))"))) << r.err;
+  const std::uint64_t lost_tick = std::stoull(m[1]);
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"((\d+) ticks, (\d+) missed .*; (\d+) rows,)"))) << r.err;
+  const std::uint64_t ticks = std::stoull(m[1]), missed = std::stoull(m[2]), rows = std::stoull(m[3]);
+  EXPECT_EQ(ticks + missed, lost_tick) << r.err;
+  EXPECT_EQ(rows, ticks) << r.err;
   const Trace t = read_trace(out);
-  EXPECT_GE(t.size(), 35u);
-  EXPECT_LE(t.size(), 60u);
+  EXPECT_EQ(t.size(), ticks);
+  EXPECT_GE(t.size(), 1u);
+  EXPECT_LE(t.size(), 60u) << "sampled past the loss 0.5 s after nvmlInit";
   EXPECT_NE(testing::read_file(out).find("# error: GPU 0 (NVIDIA H200"), std::string::npos);
 }
 
