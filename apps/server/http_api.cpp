@@ -11,6 +11,7 @@
 #include <vector>
 #include <string_view>
 
+#include "epochcast/collect/metrics_server.hpp"  // parse_listen_address
 #include "epochcast/core/error.hpp"
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/service/render.hpp"
@@ -207,18 +208,9 @@ int http_status(ErrorCode code) {
 HttpApi::HttpApi(const Service& service, ServeOptions options)
     : service_(service), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
   const std::string& address = options_.listen;
-  std::string port_text = address;
-  host_ = "127.0.0.1";
-  if (const auto colon = address.rfind(':'); colon != std::string::npos) {
-    if (colon > 0) host_ = address.substr(0, colon);
-    port_text = address.substr(colon + 1);
-  }
-  if (host_.size() > 2 && host_.front() == '[' && host_.back() == ']') host_ = host_.substr(1, host_.size() - 2);
-  int port = -1;
-  const auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || ec != std::errc() || ptr != port_text.data() + port_text.size() || port < 0 || port > 65535)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--listen '{}': expected HOST:PORT, :PORT or PORT (0 picks a free port)", address));
+  const ListenAddress where = parse_listen_address(address, "127.0.0.1");
+  host_ = where.host;
+  const int port = where.port;
   if (options_.threads < 1 || options_.threads > 256)
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--threads must be 1 to 256, got {}", options_.threads));
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -63,30 +64,32 @@ std::string render_prometheus_metrics(std::span<const GpuIdentity> gpus, std::sp
   return out;
 }
 
+ListenAddress parse_listen_address(const std::string& address, const std::string& default_host) {
+  ListenAddress out{default_host, -1};
+  std::string port_text = address;
+  if (const auto colon = address.rfind(':'); colon != std::string::npos) {
+    if (colon > 0) out.host = address.substr(0, colon);
+    port_text = address.substr(colon + 1);
+  }
+  if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']')
+    out.host = out.host.substr(1, out.host.size() - 2);
+  const char* end = port_text.data() + port_text.size();
+  const auto [ptr, ec] = std::from_chars(port_text.data(), end, out.port);
+  if (port_text.empty() || ec != std::errc() || ptr != end || out.port < 0 || out.port > 65535)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--listen '{}': expected HOST:PORT, :PORT or PORT (0 picks a free port)", address));
+  return out;
+}
+
 MetricsServer::MetricsServer(const std::string& listen_address, std::vector<GpuIdentity> gpus)
     : server_(std::make_unique<httplib::Server>()),
       hostname_(this_hostname()),
       gpus_(std::move(gpus)),
       values_(gpus_.size(), empty_metric_values()),
       present_(gpus_.size(), true) {
-  std::string port_text = listen_address;
-  host_ = "0.0.0.0";
-  if (const auto colon = listen_address.rfind(':'); colon != std::string::npos) {
-    if (colon > 0) host_ = listen_address.substr(0, colon);
-    port_text = listen_address.substr(colon + 1);
-  }
-  if (host_.size() > 2 && host_.front() == '[' && host_.back() == ']') host_ = host_.substr(1, host_.size() - 2);
-  int port = -1;
-  try {
-    std::size_t used = 0;
-    port = std::stoi(port_text, &used);
-    if (used != port_text.size()) port = -1;
-  } catch (const std::exception&) {
-    port = -1;
-  }
-  if (port < 0 || port > 65535)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--listen '{}': expected HOST:PORT, :PORT or PORT (0 picks a free port)", listen_address));
+  const ListenAddress where = parse_listen_address(listen_address, "0.0.0.0");
+  host_ = where.host;
+  const int port = where.port;
 
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
