@@ -2,7 +2,11 @@
 // HTTP requests through cpp-httplib's client, answers compared with the CLI's own --json.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -207,6 +211,46 @@ TEST_F(ServeCli, BadRequestsGetAJsonErrorWithTheirStatus) {
   EXPECT_EQ(ok->status, 200);
   // Each request is logged on stderr with its status.
   EXPECT_NE(server_->err().find("POST /v1/predict 404"), std::string::npos) << server_->err();
+}
+
+// Raw bytes that are not good HTTP: each gets an answer or a closed connection, and the server
+// keeps serving.
+TEST_F(ServeCli, MalformedHttpLeavesTheServerServing) {
+  auto exchange = [](const std::string& bytes) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string reply;
+    timeval timeout{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      static_cast<void>(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL));
+      ::shutdown(fd, SHUT_WR);
+      char buffer[4096];
+      for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) reply.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return reply;
+  };
+  const std::vector<std::string> hostile = {
+      "GARBAGE\r\n\r\n",
+      "POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\nabc",
+      "POST /v1/detect HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+      "POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nshort",
+      "GET /v1/gpus?" + std::string(100000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET / HTTP/1.1\r\nX-Long: " + std::string(100000, 'b') + "\r\n\r\n",
+      std::string("\0\xff\xfe\r\n\r\n", 6),
+      "",
+  };
+  for (const auto& bytes : hostile) {
+    const std::string reply = exchange(bytes);
+    if (!reply.empty()) EXPECT_EQ(reply.rfind("HTTP/1.1 ", 0), 0u) << reply.substr(0, 200);
+    const auto health = client().Get("/healthz");
+    ASSERT_TRUE(health) << "no answer after " << bytes.substr(0, 80);
+    EXPECT_EQ(health->status, 200);
+  }
 }
 
 TEST_F(ServeCli, ConcurrentRequestsGetTheSameAnswer) {
