@@ -53,7 +53,14 @@ void expect_golden(const std::string& name, const std::string& actual) {
   }
   ASSERT_TRUE(fs::exists(path)) << path << " missing; run with EPOCHCAST_UPDATE_GOLDEN=1 to create it";
   const std::string expected = testing::read_file(path);
-  EXPECT_EQ(actual, expected) << "differs from " << path;
+  if (actual == expected) return;
+  // The first line that differs, not two pages of JSON.
+  std::istringstream a(actual), e(expected);
+  std::string la, le;
+  int line = 1;
+  while (std::getline(a, la) && std::getline(e, le) && la == le) ++line;
+  ADD_FAILURE() << path << " differs at line " << line << "\n  golden: " << le << "\n  actual: " << la
+                << "\n(" << expected.size() << " vs " << actual.size() << " bytes)";
 }
 
 // The golden's object as the server writes it: compact, one line.
@@ -140,6 +147,8 @@ const std::vector<Case>& cases() {
   };
   return all;
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class JsonContract : public ::testing::TestWithParam<Case> {};
 
