@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "detect_internal.hpp"
+#include "region_search.hpp"
 #include "signal.hpp"
 
 namespace epochcast {
@@ -1637,6 +1638,89 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
 }
 
 
+
+// ---- Arbitration with the whole-region search (issue 23) ----
+
+// Found only when the best whole-region hypothesis scores better than on every surrogate of
+// both kinds (49 each, so p <= 0.02): by construction at most ~2 % of runs without epoch
+// structure are found (the null-suite target). Guarded by null_suite_test.
+constexpr double kRegionAlpha = 0.02;
+// The search runs on the finest pyramid level with at most this many samples: its cost
+// (surrogates x periods x samples) stays bounded whatever the trace length.
+constexpr std::size_t kRegionLevelMax = 512;
+// Shortest period it tests, in level samples: the boundary slack (15 %) must be >= 1 sample.
+constexpr double kRegionMinPeriod = 6;
+constexpr int kRegionSurrogates = 49;
+
+std::atomic<bool> g_region_arbitration{true};
+
+Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, Region region, std::size_t n, double dt,
+                                          double min_lag, double max_lag, const DetectOptions& options) {
+  if (!g_region_arbitration.load(std::memory_order_relaxed)) return e;
+  if (an.metrics.empty() || an.level_len.empty() || !(dt > 0)) return e;
+  std::size_t l = 0;
+  while (l + 1 < an.levels() && an.level_len[l] > kRegionLevelMax) ++l;
+  const double scale = std::ldexp(1.0, static_cast<int>(l));
+  const double p_lo = std::max(kRegionMinPeriod, min_lag / scale);
+  const double e_period_level = (e.found ? e.period_s : e.candidate_period_s) / dt / scale;
+  // More epochs than the level resolves: the autocorrelation's ground (hundreds of epochs).
+  if (e.found && e_period_level < p_lo) {
+    e.reason += "; beyond the whole-region search (too many epochs for its level)";
+    return e;
+  }
+  if (an.level_len[l] < 16) return e;
+  std::vector<std::span<const double>> ch;
+  for (std::size_t c = 0; c < an.metrics.size(); ++c) ch.push_back(an.level(c, l));
+  detail::RegionSearchOptions o;
+  o.min_period = p_lo;
+  o.max_period = max_lag > 0 ? max_lag / scale : 0;
+  o.min_epochs = std::max(2.0, static_cast<double>(options.min_epochs));
+  o.idle_before = region.begin > 0;
+  o.idle_after = region.end < n;
+  o.surrogates = kRegionSurrogates;
+  const detail::PeriodHypothesis H = detail::region_search(ch, o);
+  const std::string others =
+      e.found ? fmt::format("the other proposers: {:.4g} s at {:.2f} ({})", e.period_s, e.confidence, e.reason)
+              : fmt::format("the other proposers: no period ({})", e.reason);
+  Segmentation seg;
+  seg.first_timestamp = e.first_timestamp;
+  seg.interval_s = e.interval_s;
+  seg.training_start_s = e.training_start_s;
+  seg.training_end_s = e.training_end_s;
+  if (!H.ok) {
+    seg.candidate_period_s = e.candidate_period_s;
+    seg.confidence = std::min(e.confidence, 0.2);
+    seg.reason = "no period: " + H.why + "; " + others;
+    return seg;
+  }
+  const double period_samples = H.period_samples * scale;
+  const double agree = e.found ? std::abs(e.period_s / dt - period_samples) / period_samples : 1.0;
+  seg.period_samples = period_samples;
+  seg.candidate_period_s = period_samples * dt;
+  if (H.p_value > kRegionAlpha) {
+    seg.confidence = std::min(0.45, 0.5 * kRegionAlpha / H.p_value + 0.2 * (agree <= 0.05));
+    seg.reason = fmt::format("no period beats the null: best {:.1f} epochs of {:.4g} s; {}; {}", H.epochs,
+                             seg.candidate_period_s, H.why, others);
+    return seg;
+  }
+  seg.confidence = agree <= 0.05 ? 0.95 : 0.8;  // placeholder, calibrated below
+  if (seg.confidence < options.min_confidence) {
+    seg.reason = fmt::format("no reliable period: confidence {:.2f} below {:.2f} ({})", seg.confidence,
+                             options.min_confidence, H.why);
+    return seg;
+  }
+  seg.found = true;
+  seg.period_s = period_samples * dt;
+  for (Metric m : an.metrics) seg.channels.emplace_back(info(m).tag);
+  std::vector<double> b;
+  for (double x : H.boundaries) b.push_back((static_cast<double>(region.begin) + (x + 0.5) * scale - 0.5) * dt);
+  b.front() = H.boundaries.front() == 0 && region.begin > 0 ? e.training_start_s : b.front();
+  if (H.boundaries.back() >= static_cast<double>(an.level_len[l]) - 1 && region.end < n) b.back() = e.training_end_s;
+  for (std::size_t i = 0; i + 1 < b.size(); ++i) seg.epochs.push_back({b[i], b[i + 1]});
+  seg.reason = fmt::format("period {:.1f} samples; {:.1f} epochs in view; {}; {}", period_samples, H.epochs, H.why,
+                           others);
+  return seg;
+}
 }  // namespace
 
 // left_out: channels not to use (the retry without a two-level flicker channel, below).
@@ -1818,11 +1902,19 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     return seg;
   }
 
+  // Arbitration (issue 23): the answer of the proposers below (autocorrelation, boundary events,
+  // edge chain) stands only where the whole-region search cannot test it (more epochs than its
+  // level resolves); elsewhere the whole-region hypothesis decides, and only when it beats the
+  // surrogates (p <= kRegionAlpha). docs/detection.md "Whole-region search".
+  auto arbitrate = [&](Segmentation e) -> Segmentation {
+    return arbitrate_with_region_search(std::move(e), an, region, n, dt, min_lag, max_lag, options);
+  };
+
   // 4. Period proposals and choice.
   auto candidates = propose_periods(an, min_lag, max_lag);
   if (candidates.empty()) {
     seg.reason = with_notes("no periodic structure: the autocorrelation has no peak");
-    return seg;
+    return arbitrate(seg);
   }
   const Candidate chosen = choose_period(an, candidates);
 
@@ -1985,7 +2077,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
           "period {:.1f} samples from boundary events: {}/{} boundaries are deep short dips ({} spurious, jitter "
           "{:.1f} %), activity autocorrelation {:.2f}, {:.1f} epochs in view; the autocorrelation alone: {}",
           ev.period_samples, ev.hits, ev.teeth, ev.spurious, 100 * ev.jitter, ev.acf, ev_cycles, how));
-      return seg;
+      return arbitrate(seg);
     }
     if (ev.ok && ev_cycles >= min_cycles) {
       // Not confirmed, but a better-supported guess than an ACF period with too few epochs.
@@ -2016,7 +2108,7 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
             "channels at once ({} such steps; chance alignment p = {:.3f}), {} epochs; the autocorrelation alone: {}",
             ch.period_samples, ch.hits, ch.teeth, ch.events, ch.p_value,
             ch.epochs, how));
-        return seg;
+        return arbitrate(seg);
       }
       if (ch.ok && ch.confidence > confidence) {
         // A better-supported guess than the autocorrelation's; its confidence goes with it.
@@ -2035,26 +2127,27 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     seg.reason = with_notes(fmt::format(
         "only {:.1f} epochs in view (period ~{:.3g} s); need at least {} to confirm a period",
         cycles, period_s, options.min_epochs));
-    return seg;
+    return arbitrate(seg);
   }
   if (confidence < options.min_confidence || !resolved_span) {
     seg.reason = with_notes(fmt::format("no reliable period: confidence {:.2f} below {:.2f} ({})",
                                         confidence, options.min_confidence, how));
     if (!resolved_span && confidence >= options.min_confidence)
       seg.reason = with_notes(fmt::format("no reliable period: too few samples per matched boundary ({})", how));
-    return seg;
+    return arbitrate(seg);
   }
   seg.found = true;
   seg.period_s = period_s;
   for (std::size_t i = 0; i + 1 < bounds_s.size(); ++i) seg.epochs.push_back({bounds_s[i], bounds_s[i + 1]});
   seg.reason = with_notes(how);
-  return seg;
+  return arbitrate(seg);
 }
 
 // ---- Detector ----
 
 namespace detail {
 bool set_acf_level_skip(bool on) { return g_acf_level_skip.exchange(on); }
+bool set_region_arbitration(bool on) { return g_region_arbitration.exchange(on); }
 double profile_amplitude(std::span<const double> raw, double period_samples, bool shared) {
   thread_local FoldRuns cache;
   FoldRuns fresh;
