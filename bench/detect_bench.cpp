@@ -619,6 +619,7 @@ int main(int argc, char** argv) {
         for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
         return epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose);
       }
+      if (std::strcmp(argv[i], "--calibrate") == 0) return epochcast::eval::run_calibrate(seeds);
       if (std::strcmp(argv[i], "--null-real") == 0) {
         bool verbose = false;
         int count = 100;

@@ -33,7 +33,8 @@ struct RegionSearchOptions {
   double min_epochs = 3;
   bool idle_before = false;           // the region starts where the job starts (an epoch boundary)
   bool idle_after = false;
-  int surrogates = 49;                // of each kind
+  int surrogates = 99;                // phase-randomised
+  int block_surrogates = 0;           // block-scrambled (0: none)
   std::uint64_t seed = 0x5eed;
 };
 
