@@ -31,6 +31,8 @@ constexpr double kPeriodStep = 1.02;
 // Structure slower than this fraction of the region is removed before excursions are measured
 // (a third of an epoch at 4 epochs, several epochs at 30: boundary signatures are short).
 constexpr double kSlowFraction = 1.0 / 12;
+// Surrogates scoring as well as the data after which the test stops (p >= ~0.05 by then).
+constexpr int kStopAfter = 5;
 // Excursions larger than this many mean excursions count as this many (one spike is one event).
 constexpr double kExcursionCap = 8;
 
@@ -106,23 +108,38 @@ Best scan(const Excursions& ex, const RegionSearchOptions& o, double p_lo, doubl
   if (C == 0) return best;
   const std::size_t N = ex.g.size();
   const auto n = static_cast<double>(N);
-  std::vector<std::vector<double>> m(C);
-  std::vector<double> mu(C), sd(C), zc;
+  // The windowed maxima depend only on the half-width h (a few distinct values), not on P.
+  struct PerH {
+    std::vector<std::vector<double>> m;
+    std::vector<double> mu, sd;
+  };
+  std::vector<PerH> cache;
+  std::vector<double> zc;
   for (double P = p_lo; P <= p_hi; P *= kPeriodStep)
   for (double slack : {kBoundarySlackTight, kBoundarySlack}) {
     const auto h = static_cast<std::size_t>(std::max(1.0, std::round(slack * P)));
     if (2 * h + 1 >= N) break;
     const std::size_t lo = h, hi = N - 1 - h;  // full windows only
-    const double cnt = static_cast<double>(hi - lo + 1);
-    for (std::size_t c = 0; c < C; ++c) {
-      sliding_max(ex.e[c], h, m[c]);
-      double a = 0, v = 0;
-      for (std::size_t i = lo; i <= hi; ++i) a += m[c][i];
-      a /= cnt;
-      for (std::size_t i = lo; i <= hi; ++i) v += (m[c][i] - a) * (m[c][i] - a);
-      mu[c] = a;
-      sd[c] = std::sqrt(v / cnt);
+    if (cache.size() <= h) cache.resize(h + 1);
+    PerH& ph = cache[h];
+    if (ph.m.empty()) {
+      ph.m.resize(C);
+      ph.mu.resize(C);
+      ph.sd.resize(C);
+      const double cnt = static_cast<double>(hi - lo + 1);
+      for (std::size_t c = 0; c < C; ++c) {
+        sliding_max(ex.e[c], h, ph.m[c]);
+        double a = 0, v = 0;
+        for (std::size_t i = lo; i <= hi; ++i) a += ph.m[c][i];
+        a /= cnt;
+        for (std::size_t i = lo; i <= hi; ++i) v += (ph.m[c][i] - a) * (ph.m[c][i] - a);
+        ph.mu[c] = a;
+        ph.sd[c] = std::sqrt(v / cnt);
+      }
     }
+    const auto& m = ph.m;
+    const auto& mu = ph.mu;
+    const auto& sd = ph.sd;
     // Phase = position of boundary 0. Anchored at the start: within [-slack, lead-in] periods.
     const double s_lo = o.idle_before ? -kBoundarySlack * P : 0.0;
     const double s_hi = o.idle_before ? kLeadIn * P : P;
@@ -221,7 +238,12 @@ PeriodHypothesis region_search(const std::vector<std::span<const double>>& chann
   std::vector<std::vector<double>> sur;
   std::mt19937_64 rng(o.seed);
   std::uniform_int_distribution<std::size_t> blk(std::max<std::size_t>(2, n / 24), std::max<std::size_t>(3, n / 8));
+  int done = 0;
   for (int s = 0; s < o.surrogates; ++s) {
+    // Sequential stop: once kStopAfter surrogates score as well, p cannot come near any
+    // threshold in use; the p reported is then the estimate from the surrogates done.
+    if (ge_phase >= kStopAfter && o.block_surrogates == 0) break;
+    ++done;
     phase_randomise(channels, o.seed + 1 + static_cast<std::uint64_t>(s), sur);
     std::vector<std::span<const double>> sp(sur.begin(), sur.end());
     if (scan(excursions(sp), o, p_lo, p_hi).z >= b.z) ++ge_phase;
@@ -250,7 +272,7 @@ PeriodHypothesis region_search(const std::vector<std::span<const double>>& chann
   H.boundaries = pos;
   H.inner = b.k_last - b.k_first + 1;
   H.z = b.z;
-  H.p_phase = (1.0 + ge_phase) / (1.0 + o.surrogates);
+  H.p_phase = (1.0 + ge_phase) / (1.0 + done);
   H.p_block = o.block_surrogates > 0 ? (1.0 + ge_block) / (1.0 + o.block_surrogates) : 0.0;
   H.p_value = std::max(H.p_phase, H.p_block);
   H.epochs = static_cast<double>(n) / period;
