@@ -75,7 +75,7 @@ bool fill_linear(std::vector<double>& v) {
 }  // namespace
 
 void phase_randomise(const std::vector<std::span<const double>>& series, std::uint64_t seed,
-                     std::vector<std::vector<double>>& out) {
+                     std::vector<std::vector<double>>& out, bool amplitude_adjust) {
   out.resize(series.size());
   if (series.empty()) return;
   const std::size_t n = series[0].size();
@@ -105,6 +105,11 @@ void phase_randomise(const std::vector<std::span<const double>>& series, std::ui
     fft(a, false);
     for (std::size_t k = 0; k < m; ++k) a[k] *= rot[k];
     fft(a, true);
+    if (!amplitude_adjust) {
+      const double inv = 1.0 / static_cast<double>(m);
+      for (std::size_t i = 0; i < n; ++i) o[i] = a[i].real() * inv + a0 + b * static_cast<double>(i);
+      continue;
+    }
     // Amplitude adjustment: rank of the surrogate value -> the original residual of that rank.
     std::vector<double> resid(n);
     for (std::size_t i = 0; i < n; ++i) resid[i] = y[i] - (a0 + b * static_cast<double>(i));

@@ -35,6 +35,7 @@ struct RegionSearchOptions {
   bool idle_after = false;
   int surrogates = 99;                // phase-randomised
   int block_surrogates = 0;           // block-scrambled (0: none)
+  bool amplitude_adjust = true;       // surrogates keep each channel's values (AAFT) or not
   std::uint64_t seed = 0x5eed;
 };
 

@@ -20,8 +20,10 @@ namespace epochcast {
 // after. NaNs are not allowed (fill gaps first). Deterministic for a seed.
 void phase_randomise(std::vector<std::vector<double>>& series, std::uint64_t seed);
 // The same over spans (each of the same length), writing into `out` (resized).
+// amplitude_adjust = false: the plain linear surrogate (values Gaussian-like, spectrum exact up
+// to the zero padding), as the detector's own test uses.
 void phase_randomise(const std::vector<std::span<const double>>& series, std::uint64_t seed,
-                     std::vector<std::vector<double>>& out);
+                     std::vector<std::vector<double>>& out, bool amplitude_adjust = true);
 
 // The trace with samples [begin, end) of every channel replaced by a phase-randomised surrogate
 // (gaps filled linearly first, missing samples stay missing); samples outside are unchanged.
