@@ -119,6 +119,15 @@ void phase_randomise(const std::vector<std::span<const double>>& series, std::ui
     std::sort(order.begin(), order.end(), [&](std::size_t p, std::size_t q) { return a[p].real() < a[q].real(); });
     for (std::size_t r = 0; r < n; ++r) o[order[r]] = sorted[r];
     for (std::size_t i = 0; i < n; ++i) o[i] += a0 + b * static_cast<double>(i);
+    // Once more on the values themselves (trend restored): each channel keeps exactly its own
+    // readings, reading steps included.
+    sorted.assign(y.begin(), y.end());
+    std::sort(sorted.begin(), sorted.end());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t p, std::size_t q) { return o[p] < o[q]; });
+    std::vector<double> v(n);
+    for (std::size_t r = 0; r < n; ++r) v[order[r]] = sorted[r];
+    o = std::move(v);
   }
 }
 
