@@ -158,6 +158,7 @@ inline int run_eval_real(int seeds, bool verbose) {
   fmt::print("\n");
   std::vector<Tally> total_real(ms.size()), total_syn(ms.size());
   const auto variants = testing::real_variants();
+  std::map<std::string, std::pair<int, int>> alone_counts, agree_counts;  // trace -> (found, right within 5 %)
   for (const auto& base : bases) {
     std::vector<Tally> t(ms.size());
     const bool sig = base.truth.validation;
@@ -174,6 +175,13 @@ inline int run_eval_real(int seeds, bool verbose) {
         for (std::size_t m = 0; m < ms.size(); ++m) {
           const Segmentation seg = ms[m].fn(v.trace);
           t[m].add(sig, seg, probe.truth_period_s);
+          if (m == 0 && seg.found) {
+            const bool alone = seg.reason.find("confirmed by the whole-region") == std::string::npos;
+            const bool ok = sig && std::abs(seg.period_s - probe.truth_period_s) / probe.truth_period_s <= 0.05;
+            auto& c = alone ? alone_counts[base.name] : agree_counts[base.name];
+            ++c.first;
+            c.second += ok;
+          }
           if (verbose && m == 0 && seg.found &&
               (!sig || std::abs(seg.period_s - probe.truth_period_s) / probe.truth_period_s > 0.03))
             fmt::print("    WRONG {} / {} s{}: {:.3f} s (truth {:.3f}) conf {:.2f} | {}\n", base.name, spec.name, seed,
@@ -193,7 +201,19 @@ inline int run_eval_real(int seeds, bool verbose) {
   }
   fmt::print("{:<44}", "ALL REAL");
   for (const auto& t : total_real) fmt::print(" {:<29}", t.cells());
-  fmt::print("\n\n");
+  fmt::print("\n");
+  // Leave-one-trace-out reliability of ours: for each trace, the fraction right within 5 % of the
+  // finds on the OTHER traces' variants, by kind (confirmed by the other proposers, or alone).
+  fmt::print("ours, reliability without the trace itself (found / right within 5 % on the other traces):\n");
+  for (const auto& base : bases) {
+    int an = 0, ar = 0, gn = 0, gr = 0;
+    for (const auto& [k, c] : alone_counts)
+      if (k != base.name) an += c.first, ar += c.second;
+    for (const auto& [k, c] : agree_counts)
+      if (k != base.name) gn += c.first, gr += c.second;
+    fmt::print("  without {:<32} confirmed {}/{}  alone {}/{}\n", base.name, gr, gn, ar, an);
+  }
+  fmt::print("\n");
   for (const auto& c : varied_synthetic()) {
     std::vector<Tally> t(ms.size());
     const bool sig = c.spec.event_depth != 0;

@@ -33,29 +33,14 @@ constexpr double kBoundaryLevelMaxLag = 64;               // boundary stage: <= 
 constexpr std::size_t kMaxMatchedBoundaries = 4096;       // beyond this many epochs every k-th is matched
 constexpr double kFoldPeriods = 64;                       // the epoch profile is folded over <= this many periods
 
-// Channels that can carry epoch structure, with the plausible range of each. A reading
-// outside the range (util 250 %) is treated as missing and counted.
-struct UsableChannel {
-  Metric metric;
-  double lo;
-  double hi;
-};
-constexpr std::array<UsableChannel, 15> kUsable{{
-    {Metric::kGpuUtil, 0, 100.5},
-    {Metric::kMemUtil, 0, 100.5},
-    {Metric::kPower, 0, 5000},
-    {Metric::kSmClock, 0, 10000},
-    {Metric::kMemClock, 0, 20000},
-    {Metric::kMemUsed, 0, 1e7},
-    {Metric::kHostCpuUtil, 0, 25600},  // some samplers sum over cores
-    {Metric::kHostMemUsed, 0, 1e9},
-    {Metric::kPcieTx, 0, 1e12},
-    {Metric::kPcieRx, 0, 1e12},
-    {Metric::kGrEngineActive, 0, 1.05},
-    {Metric::kSmActive, 0, 1.05},
-    {Metric::kSmOccupancy, 0, 1.05},
-    {Metric::kTensorActive, 0, 1.05},
-    {Metric::kDramActive, 0, 1.05},
+// Channels that can carry epoch structure. A reading outside the metric table's physical limits
+// (src/core/metric.cpp: util 250 %, negative power) is treated as missing and counted; the
+// readers do the same, so this only matters for traces built in memory. (The door branch adds
+// a "may carry epochs" flag to the table; once merged, this list becomes that flag.)
+constexpr std::array<Metric, 15> kUsable{{
+    Metric::kGpuUtil, Metric::kMemUtil, Metric::kPower, Metric::kSmClock, Metric::kMemClock,
+    Metric::kMemUsed, Metric::kHostCpuUtil, Metric::kHostMemUsed, Metric::kPcieTx, Metric::kPcieRx,
+    Metric::kGrEngineActive, Metric::kSmActive, Metric::kSmOccupancy, Metric::kTensorActive, Metric::kDramActive,
 }};
 
 // Channels that tell busy from idle, in order of preference.
@@ -1684,6 +1669,11 @@ Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, co
     return e;
   }
   if (an.level_len[l] < 16) return e;
+  // Fewer than 3 epochs (only with --min-epochs lowered): the search needs 2 inner boundaries.
+  if (e.found && e_period_level > 0 && static_cast<double>(an.level_len[l]) / e_period_level < 2.8) {
+    e.reason += "; fewer epochs than the whole-region search can test (it needs 3)";
+    return e;
+  }
   std::vector<std::span<const double>> ch;
   // The channels' own readings over the region (not the clipped z-scores: a validation bump of
   // 8 reading steps on 1-step flicker is 8:1 there, 4:2 after the clip), averaged into blocks of
@@ -1737,9 +1727,14 @@ Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, co
   seg.period_samples = period_samples;
   seg.candidate_period_s = period_samples * dt;
   if (H.p_value > kRegionAlpha || (o.block_surrogates > 0 && H.p_block > kRegionBlockAlpha)) {
+    // Not significant: the best guess stays the other proposers' where they have one.
+    if (e.candidate_period_s > 0) {
+      seg.candidate_period_s = e.candidate_period_s;
+      seg.period_samples = e.candidate_period_s / dt;
+    }
     seg.confidence = std::min(0.45, 0.5 * kRegionAlpha / H.p_value + 0.2 * (agree <= 0.05));
     seg.reason = fmt::format("no period beats the null: best {:.1f} epochs of {:.4g} s; {}; {}", H.epochs,
-                             seg.candidate_period_s, H.why, others);
+                             period_samples * dt, H.why, others);
     return seg;
   }
   // The period's value: the other proposers' (sub-sample template matching over every epoch)
@@ -1868,14 +1863,14 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     if (signal::count_outside(u.values, u.lo, u.hi) > 0) repair(u);
     u.unchecked = false;
   };
-  for (const auto& usable : kUsable) {
-    if (std::find(left_out.begin(), left_out.end(), usable.metric) != left_out.end()) continue;
-    const Channel* ch = trace.find(usable.metric);
+  for (const Metric usable : kUsable) {
+    if (std::find(left_out.begin(), left_out.end(), usable) != left_out.end()) continue;
+    const Channel* ch = trace.find(usable);
     if (!ch || ch->values.size() != n_raw) continue;
     Uniform u;
-    u.metric = usable.metric;
-    u.lo = usable.lo;
-    u.hi = usable.hi;
+    u.metric = usable;
+    u.lo = info(usable).min_value;
+    u.hi = info(usable).max_value;
     if (on_grid) {
       u.values = ch->values;
       u.unchecked = true;

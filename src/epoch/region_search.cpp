@@ -281,9 +281,11 @@ PeriodHypothesis region_search(const std::vector<std::span<const double>>& chann
   H.p_value = H.p_phase;
   H.epochs = static_cast<double>(n) / period;
   H.why = fmt::format("whole-region search: {} inner boundaries every {:.1f} samples, z = {:.1f} against random "
-                      "positions, p = {:.2f} against {} phase-randomised surrogates{}",
-                      H.inner, period, H.z, H.p_value, o.surrogates,
-                      o.block_surrogates > 0 ? fmt::format(", {:.2f} against {} block-scrambled", H.p_block, done_block) : std::string());
+                      "positions, {}{}",
+                      H.inner, period, H.z,
+                      done > 0 ? fmt::format("p = {:.2f} against {} phase-randomised surrogates", H.p_value, done)
+                               : std::string("phase-randomised surrogates not run"),
+                      o.block_surrogates > 0 ? fmt::format(", p = {:.2f} against {} block-scrambled", H.p_block, done_block) : std::string());
   return H;
 }
 
