@@ -104,7 +104,11 @@ struct Method {
 };
 
 inline std::vector<Method> methods() {
-  return {{"ours", [](const Trace& t) { return detect_epochs(t); }},
+  return {{"ours", [](const Trace& t) {
+             DetectOptions o;
+             o.null_test = true;
+             return detect_epochs(t, o);
+           }},
           {"main (before)", [](const Trace& t) {
              const bool was = detail::set_region_arbitration(false);
              auto s = detect_epochs(t);
@@ -308,6 +312,7 @@ inline int run_calibrate(int seeds) {
   std::map<int, Bin> bins;  // confidence * 20 (bins of 0.05)
   DetectOptions o;
   o.min_confidence = 0;
+  o.null_test = true;
   auto cases = varied_synthetic();
   for (double jit : {0.02, 0.12})
     for (int epochs : {3, 6, 12}) {

@@ -1656,7 +1656,7 @@ std::atomic<bool> g_region_arbitration{true};
 Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, const std::vector<Uniform>& uniform,
                                           Region region, std::size_t n, double dt, double min_lag, double max_lag,
                                           const DetectOptions& options) {
-  if (!g_region_arbitration.load(std::memory_order_relaxed)) return e;
+  if (!options.null_test || !g_region_arbitration.load(std::memory_order_relaxed)) return e;
   if (an.metrics.empty() || an.level_len.empty() || !(dt > 0)) return e;
   std::size_t l = 0;
   while (l + 1 < an.levels() && an.level_len[l] > kRegionLevelMax) ++l;

@@ -13,6 +13,12 @@
 namespace epochcast {
 namespace {
 
+DetectOptions null_tested() {
+  DetectOptions o;
+  o.null_test = true;
+  return o;
+}
+
 Trace time_scaled(const Trace& t, double f) {
   Trace s = t;
   for (double& x : s.time_s) x *= f;
@@ -41,9 +47,9 @@ class Invariance : public ::testing::TestWithParam<const char*> {};
 TEST_P(Invariance, TimeScalingChangesOnlyTheUnits) {
   const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
   const auto base = testing::load_real_base(dir, GetParam());
-  const auto o = detect_epochs(base.with_host);
+  const auto o = detect_epochs(base.with_host, null_tested());
   for (double f : {0.5, 2.0, 10.0}) {
-    const auto s = detect_epochs(time_scaled(base.with_host, f));
+    const auto s = detect_epochs(time_scaled(base.with_host, f), null_tested());
     EXPECT_EQ(s.found, o.found) << f << ": " << s.reason << " | original: " << o.reason;
     EXPECT_NEAR(s.confidence, o.confidence, 1e-9) << f;
     if (s.found && o.found) EXPECT_NEAR(s.period_s / f, o.period_s, 1e-6 * o.period_s) << f;
@@ -53,7 +59,7 @@ TEST_P(Invariance, TimeScalingChangesOnlyTheUnits) {
 TEST_P(Invariance, ResampledCroppedOrFewerChannelsSamePeriodOrAbstain) {
   const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
   const auto base = testing::load_real_base(dir, GetParam());
-  const auto o = detect_epochs(base.with_host);
+  const auto o = detect_epochs(base.with_host, null_tested());
   const double truth = base.truth.period_s;
   const testing::BuiltVariant whole = testing::whole(base.with_host);
   std::vector<std::pair<std::string, Trace>> views = {
@@ -64,7 +70,7 @@ TEST_P(Invariance, ResampledCroppedOrFewerChannelsSamePeriodOrAbstain) {
       {"idle tail cut", testing::keep_if(whole, [&](std::size_t, double r) { return r <= base.train_end_s; }).trace},
   };
   for (const auto& [name, t] : views) {
-    const auto s = detect_epochs(t);
+    const auto s = detect_epochs(t, null_tested());
     if (!s.found || s.confidence < 0.5) continue;  // an abstention is always allowed
     if (!base.truth.validation) {
       ADD_FAILURE() << name << ": a period on a run without a boundary signature: " << s.reason;
