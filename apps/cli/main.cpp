@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   epochcast::cli::add_eval_command(app);
   epochcast::cli::add_collect_command(app);
   epochcast::cli::add_serve_command(app);
+  epochcast::cli::add_jobs_command(app);
 
   const bool json = wants_json(argc, argv);
   try {

@@ -150,6 +150,7 @@ nlohmann::json to_json(const PredictReport& r) {
         {"interval_s", {number_or_null(p.interval_lo_s), number_or_null(p.interval_hi_s)}},
         {"measured", p.measured},
         {"in_training_data", p.in_training_data},
+        {"store_calibration", {{"log_factor", p.store_calibration_log}, {"pairs", p.store_calibration_pairs}}},
         {"relative_to_source", source_epoch_s > 0 ? number_or_null(p.epoch_s / source_epoch_s)
                                                   : nlohmann::json(nullptr)},
         {"instances", std::move(instances)},
@@ -182,6 +183,8 @@ nlohmann::json to_json(const PredictReport& r) {
       {"model", r.model},
       {"validation", to_json(r.validation)},
       {"warnings", r.warnings},
+      {"store", {{"job_key", r.job_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.job_key)},
+                 {"run_id", r.store_run_id > 0 ? nlohmann::json(r.store_run_id) : nlohmann::json(nullptr)}}},
   };
 }
 

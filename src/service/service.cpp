@@ -13,6 +13,7 @@
 #include "epochcast/features/feature_row.hpp"
 #include "epochcast/model/gpu_catalog.hpp"
 #include "epochcast/service/prices.hpp"
+#include "store_link.hpp"
 #include "uncertainty.hpp"
 #include "validation.hpp"
 
@@ -37,6 +38,7 @@ struct Service::Impl {
   std::shared_ptr<const StackedModel> model;
   std::string model_label;
   ModelValidation validation;
+  std::unique_ptr<StoreLink> store;  // ServiceConfig::store_path
 
   GpuSpec resolve_gpu(const std::string& name, const char* what) const {
     if (const GpuSpec* spec = catalog.find(name)) return *spec;
@@ -78,6 +80,7 @@ Service::Service(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
   s.validation = load_validation(default_validation_path(), *s.model, [&] {
     return is_default ? s.model->data_fingerprint() : bundled_data_fingerprint();
   });
+  if (!s.config.store_path.empty()) s.store = std::make_unique<StoreLink>(s.config.store_path, s.model, s.catalog);
 }
 
 Service::~Service() = default;
@@ -99,7 +102,11 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   if (request.epochs < 1)
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--epochs must be at least 1, got {}", request.epochs));
 
+  if (!request.job_key.empty() && !s.store)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("job key '{}' needs a job store to record the run in (--store DB)", request.job_key));
   PredictReport report;
+  report.job_key = request.job_key;
   report.epochs = request.epochs;
   report.model = s.model_label;
   report.validation = s.validation;
@@ -184,6 +191,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
     std::string why = fmt::format("no epochs detected ({})", seg.reason.empty() ? "no reason given" : seg.reason);
     if (seg.candidate_period_s > 0) why += fmt::format("; unconfirmed best guess {:.3g} s", seg.candidate_period_s);
     report.warnings.push_back(why + "; nothing to predict from: pass --epoch-s if the epoch time is known");
+    if (s.store) s.store->record(report, FeatureRow{});  // every analysed run, found or not
     return report;
   }
   report.source.measured_epoch_s = source_epoch_s;
@@ -220,9 +228,12 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
       const std::vector<UncertaintyTerm> extra =
           p.in_training_data ? std::vector<UncertaintyTerm>{} : unseen_target_terms(target, s.validation);
       const Interval widened = widen(raw.epoch_s, raw.lo_s, raw.hi_s, assessment.terms, extra);
-      p.epoch_s = raw.epoch_s;
-      p.interval_lo_s = widened.lo_s;
-      p.interval_hi_s = widened.hi_s;
+      // The job store's measured pairs of this GPU pair correct the model between refits.
+      const double cal = s.store ? s.store->calibration_log(source_spec.id, target.id, &p.store_calibration_pairs) : 0;
+      p.store_calibration_log = cal;
+      p.epoch_s = raw.epoch_s * std::exp(cal);
+      p.interval_lo_s = widened.lo_s * std::exp(cal);
+      p.interval_hi_s = widened.hi_s * std::exp(cal);
     }
     for (const InstancePrice& price : s.prices.for_gpu(target.id)) {
       InstanceCost c;
@@ -256,6 +267,14 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
     if (p.instances.empty()) unpriced.push_back(p.gpu);
   if (!unpriced.empty())
     report.warnings.push_back(fmt::format("no attributable price for {} (data/prices.csv)", fmt::join(unpriced, ", ")));
+  std::vector<std::string> calibrated;
+  for (const auto& p : report.predictions)
+    if (p.store_calibration_pairs > 0 && p.store_calibration_log != 0)
+      calibrated.push_back(fmt::format("{} x{:.3f} ({} pairs)", p.gpu, std::exp(p.store_calibration_log),
+                                       p.store_calibration_pairs));
+  if (!calibrated.empty())
+    report.warnings.push_back(fmt::format("job store calibration applied: {}", fmt::join(calibrated, ", ")));
+  if (s.store) s.store->record(report, features);
   return report;
 }
 

@@ -21,6 +21,9 @@ struct ServiceConfig {
   std::string gpu_catalog_path;  // empty: data/gpus.csv of the bundled data
   std::string prices_path;       // empty: data/prices.csv of the bundled data
   ProgressFn progress;           // (stage, done, total) on long work; may be empty
+  // The job store (docs/store.md): when set, every predicted run is recorded there and the
+  // store's per GPU pair calibration is applied. Opened (created) for writing.
+  std::string store_path;
 };
 
 struct PredictRequest {
@@ -35,6 +38,9 @@ struct PredictRequest {
   // Detection's bar for "found" (DetectOptions::min_confidence). Lower accepts weaker evidence;
   // the confidence still widens the intervals and is named in the warnings.
   double min_detection_confidence = 0.5;
+  // The operator's job key: runs of one key on different GPU types become measured pairs in
+  // the job store. Needs ServiceConfig::store_path.
+  std::string job_key;
 };
 
 // Time spent per stage of one predict, for the benchmark and --verbose.
