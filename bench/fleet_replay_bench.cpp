@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -35,8 +36,27 @@ namespace {
 
 constexpr int kOrders = 20;                  // random arrival orders per GPU pair
 constexpr std::size_t kMaxPairs = 20;        // the issue's target point
-constexpr int kStorePairWeight = 3;          // as fit --store
+// As fit --store (kStorePairWeight in src/service/store_link.hpp); FLEET_WEIGHT=N to measure another.
+const int kStorePairWeight = std::getenv("FLEET_WEIGHT") ? std::atoi(std::getenv("FLEET_WEIGHT")) : 3;
 const std::vector<std::size_t> kSteps = {0, 1, 2, 3, 5, 10, 15, 20};
+
+// Estimator variants scored side by side; the first is the default (CalibrationOptions{}).
+struct Variant {
+  std::string name;
+  CalibrationOptions options;
+};
+std::vector<Variant> variants() {
+  std::vector<Variant> v{{"default", {}}};
+  for (double t : {1.0, 3.0, 5.0})
+    for (bool med : {false, true}) {
+      CalibrationOptions o;
+      o.min_pairs = 1;  // as measured first
+      o.threshold = t;
+      o.median = med;
+      v.push_back({fmt::format("t={} {}", t, med ? "median" : "mean"), o});
+    }
+  return v;
+}
 
 struct Job {
   std::size_t src_row, tgt_row;  // the job's runs on the source and target GPU
@@ -70,12 +90,21 @@ int main(int argc, char** argv) {
   // results[kind][src->tgt][step] = MAPE summed over orders and halves (kind: seen/unseen)
   struct Acc {
     std::map<std::size_t, std::vector<double>> bundled, calibrated;  // per step: one MAPE per (half, order)
-    std::vector<double> refit, refit_bundled;
+    std::map<std::string, std::vector<double>> variant_at_max;        // variant -> MAPE at kMaxPairs
+    std::vector<double> refit, refit_bundled, refit_calibrated;
     std::size_t eval_jobs = 0;
   };
   std::map<std::string, std::map<std::string, Acc>> results;
   FitOptions fopt;
   std::size_t fits = 0;
+  const bool refits = std::getenv("FLEET_NO_REFIT") == nullptr;
+  const std::vector<Variant> vars = variants();
+  std::map<std::string, double> worst_both_ways;
+  std::map<std::string, std::size_t> refused_same_job, checked_same_job;
+  // The curve's estimator: the default, or FLEET_THRESHOLD / FLEET_MIN_PAIRS to measure others.
+  CalibrationOptions main_options;
+  if (const char* t = std::getenv("FLEET_THRESHOLD")) main_options.threshold = std::atof(t);
+  if (const char* m = std::getenv("FLEET_MIN_PAIRS")) main_options.min_pairs = static_cast<std::size_t>(std::atoi(m));
 
   for (int h = 0; h < 2; ++h) {
     std::vector<RunPair> history;
@@ -94,7 +123,8 @@ int main(int argc, char** argv) {
           if (!is_ab(p)) held.push_back(p);
         for (const std::string kind : {"seen", "unseen"}) {
           // The seen-pair model is the same for every GPU pair: fitted once per half.
-          static std::map<int, std::shared_ptr<StackedModel>> seen_model;
+          // Never destroyed: XGBoost's own statics may be gone at exit before ours (as model_bench).
+          static auto& seen_model = *new std::map<int, std::shared_ptr<StackedModel>>;
           std::shared_ptr<StackedModel> model;
           if (kind == "seen") {
             if (!seen_model[h]) {
@@ -124,6 +154,14 @@ int main(int argc, char** argv) {
             p_ab[j] = predict(jobs[j].src_row, jobs[j].tgt_row);
             p_ba[j] = predict(jobs[j].tgt_row, jobs[j].src_row);
           }
+          // The reused-key check on real same-job pairs: would any be refused?
+          for (std::size_t j = 0; j < jobs.size(); ++j) {
+            const double est = std::abs(std::log(ds.rows[jobs[j].tgt_row].epoch_s / p_ab[j]));
+            const double ets = std::abs(std::log(ds.rows[jobs[j].src_row].epoch_s / p_ba[j]));
+            worst_both_ways[kind] = std::max(worst_both_ways[kind], std::min(est, ets));
+            if (std::min(est, ets) > std::log(kReusedKeyFactor)) ++refused_same_job[kind];
+            ++checked_same_job[kind];
+          }
           std::mt19937_64 order_rng(1000 + h);
           for (int o = 0; o < kOrders; ++o) {
             std::vector<std::size_t> order(jobs.size());
@@ -136,7 +174,21 @@ int main(int argc, char** argv) {
                 res.push_back({ga, gb, std::log(ds.rows[jobs[j].tgt_row].epoch_s / p_ab[j])});
                 res.push_back({gb, ga, std::log(ds.rows[jobs[j].src_row].epoch_s / p_ba[j])});
               }
-              const Calibration cal = fit_calibration(res);
+              const Calibration cal = fit_calibration(res, main_options);
+              if (n == kMaxPairs)
+                for (const Variant& v : vars) {
+                  const Calibration cv = fit_calibration(res, v.options);
+                  for (int dir = 0; dir < 2; ++dir) {
+                    const std::string s = dir ? gb : ga, t = dir ? ga : gb;
+                    std::vector<double> calib, truth;
+                    for (std::size_t k = kMaxPairs; k < order.size(); ++k) {
+                      const std::size_t j = order[k];
+                      calib.push_back((dir ? p_ba[j] : p_ab[j]) * std::exp(cv.log_bias(s, t)));
+                      truth.push_back(ds.rows[dir ? jobs[j].src_row : jobs[j].tgt_row].epoch_s);
+                    }
+                    results[kind][s + "->" + t].variant_at_max[v.name].push_back(mape(calib, truth));
+                  }
+                }
               for (int dir = 0; dir < 2; ++dir) {
                 const std::string s = dir ? gb : ga, t = dir ? ga : gb;
                 std::vector<double> base, calib, truth;
@@ -153,7 +205,7 @@ int main(int argc, char** argv) {
                 acc.eval_jobs = truth.size();
               }
             }
-            if (o == 0) {
+            if (o == 0 && refits) {
               // Refit with the first kMaxPairs jobs' pairs (both directions) in the training data.
               Dataset fleet = ds;
               std::vector<RunPair> train = kind == "seen" ? history : held;
@@ -173,6 +225,19 @@ int main(int argc, char** argv) {
               }
               const StackedModel refit = fit_model_on_pairs(fleet, train, catalog, fopt);
               ++fits;
+              // The calibration on top of the refit, from its (in-sample) residuals on the 20 pairs.
+              std::vector<PairResidual> rres;
+              for (std::size_t k = 0; k < kMaxPairs; ++k) {
+                const Job& jb = jobs[order[k]];
+                for (int dir = 0; dir < 2; ++dir) {
+                  const std::size_t sr = dir ? jb.tgt_row : jb.src_row, tr = dir ? jb.src_row : jb.tgt_row;
+                  const double p = refit.predict(ds.rows[sr].features, ds.rows[sr].epoch_s,
+                                                 *catalog.find(ds.rows[sr].gpu_id), *catalog.find(ds.rows[tr].gpu_id))
+                                       .epoch_s;
+                  rres.push_back({ds.rows[sr].gpu_id, ds.rows[tr].gpu_id, std::log(ds.rows[tr].epoch_s / p)});
+                }
+              }
+              const Calibration rcal = fit_calibration(rres);
               for (int dir = 0; dir < 2; ++dir) {
                 const std::string s = dir ? gb : ga, t = dir ? ga : gb;
                 std::vector<double> pred, base, truth;
@@ -187,6 +252,9 @@ int main(int argc, char** argv) {
                   truth.push_back(ds.rows[tr].epoch_s);
                 }
                 Acc& acc = results[kind][s + "->" + t];
+                std::vector<double> pc;
+                for (double v : pred) pc.push_back(v * std::exp(rcal.log_bias(s, t)));
+                acc.refit_calibrated.push_back(mape(pc, truth));
                 acc.refit.push_back(mape(pred, truth));
                 acc.refit_bundled.push_back(mape(base, truth));
               }
@@ -214,8 +282,9 @@ int main(int argc, char** argv) {
                kind, kind == "seen" ? "was fitted on them" : "never saw them: held out of its fit", kOrders);
     fmt::print("{:<12} {:>5}", "pair", "eval");
     for (std::size_t n : kSteps) fmt::print(" {:>7}", fmt::format("n={}", n));
-    fmt::print(" {:>8} {:>9} {:>9}\n", "ratio@20", "refit@20", "ratio");
-    std::vector<double> ratio_all;
+    fmt::print(" {:>8} {:>9} {:>9} {:>9}\n", "ratio@20", "refit@20", "ratio", "+calib");
+    std::vector<double> ratio_all, refit_all, refit_cal_all;
+    std::map<std::string, std::vector<double>> variant_ratios;
     for (const auto& [pair, acc] : by_pair) {
       fmt::print("{:<12} {:>5}", pair, acc.eval_jobs);
       nlohmann::json curve = nlohmann::json::array();
@@ -227,17 +296,36 @@ int main(int argc, char** argv) {
       const double base = mean(acc.bundled.at(kMaxPairs));
       const double ratio = mean(acc.calibrated.at(kMaxPairs)) / base;
       const double refit_ratio = mean(acc.refit) / mean(acc.refit_bundled);
+      const double refit_cal_ratio = mean(acc.refit_calibrated) / mean(acc.refit_bundled);
       ratio_all.push_back(ratio);
-      fmt::print(" {:>8.3f} {:>9.2f} {:>9.3f}\n", ratio, mean(acc.refit), refit_ratio);
+      refit_all.push_back(refit_ratio);
+      refit_cal_all.push_back(refit_cal_ratio);
+      for (const auto& [v, m] : acc.variant_at_max) variant_ratios[v].push_back(mean(m) / base);
+      fmt::print(" {:>8.3f} {:>9.2f} {:>9.3f} {:>9.3f}\n", ratio, mean(acc.refit), refit_ratio, refit_cal_ratio);
       out[kind][pair] = {{"eval_jobs", acc.eval_jobs},
                          {"bundled_mape_pct", base},
                          {"calibrated_mape_pct", curve},
                          {"ratio_at_20", ratio},
                          {"refit_at_20_mape_pct", mean(acc.refit)},
                          {"refit_bundled_mape_pct", mean(acc.refit_bundled)},
-                         {"refit_ratio", refit_ratio}};
+                         {"refit_ratio", refit_ratio},
+                         {"refit_calibrated_ratio", refit_cal_ratio}};
     }
-    fmt::print("mean ratio (calibrated / bundled at n=20): {:.3f}\n", mean(ratio_all));
+    auto worst = [](const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); };
+    fmt::print("ratio to the bundled model at n=20, mean (worst) over GPU pairs: calibration {:.3f} ({:.3f}), "
+               "refit {:.3f} ({:.3f}), refit + calibration {:.3f} ({:.3f})\n",
+               mean(ratio_all), worst(ratio_all), mean(refit_all), worst(refit_all), mean(refit_cal_all),
+               worst(refit_cal_all));
+    for (const auto& [v, r] : variant_ratios) {
+      fmt::print("  calibration variant {:<14} mean {:.3f} worst {:.3f}\n", v, mean(r), worst(r));
+      out[kind + "_variants"][v] = {{"mean_ratio", mean(r)}, {"worst_ratio", worst(r)}};
+    }
+  }
+  for (const auto& [kind, worst] : worst_both_ways) {
+    fmt::print("reused-key check on {} same-job pairs ({}): {} refused; the closest call was {:.2f}x off both ways "
+               "(limit {}x)\n", checked_same_job[kind], kind, refused_same_job[kind], std::exp(worst), kReusedKeyFactor);
+    out["reused_key_check"][kind] = {{"pairs", checked_same_job[kind]}, {"refused", refused_same_job[kind]},
+                                     {"closest_factor", std::exp(worst)}};
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out["seconds"] = secs;
@@ -281,5 +369,6 @@ int main(int argc, char** argv) {
   svg += fmt::format(R"(<text x="{}" y="{}">solid: pairs held out of the bundled fit; dashed: pairs it saw; red: 0.7 (the target)</text>)", l, hgt - 2);
   svg += "</svg>\n";
   std::ofstream(out_dir + "/fleet_replay.svg") << svg;
+  std::fflush(stdout);
   return 0;
 }

@@ -14,7 +14,7 @@
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
-#include "epochcast/model/evaluate.hpp"
+#include "epochcast/service/service.hpp"
 
 namespace epochcast::cli {
 
@@ -72,11 +72,41 @@ void write_predictions(const EvalReport& r, std::FILE* f, const std::string& pat
     throw Error(ErrorCode::kIo, "cannot write predictions to '" + path + "': " + std::strerror(errno));
 }
 
+void print_store_evaluation(const StoreEvaluation& e, const std::string& store, bool json) {
+  if (json) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& p : e.per_gpu_pair)
+      per.push_back({{"source_gpu", p.source_gpu},
+                     {"target_gpu", p.target_gpu},
+                     {"pairs", p.pairs},
+                     {"model_mape_pct", p.model_mape_pct},
+                     {"with_store_mape_pct", p.calibrated_mape_pct}});
+    std::cout << dump_json({{"protocol", "leave-one-job-out"},
+                            {"store", store},
+                            {"jobs", e.jobs},
+                            {"pairs", e.pairs},
+                            {"model_mape_pct", e.model_mape_pct},
+                            {"with_store_mape_pct", e.calibrated_mape_pct},
+                            {"per_gpu_pair", per},
+                            {"refused", e.refused}},
+                           2)
+              << "\n";
+    return;
+  }
+  fmt::print("leave-one-job-out over {} ({} jobs, {} measured pairs): MAPE %\n", store, e.jobs, e.pairs);
+  fmt::print("{:<10} {:<10} {:>6} {:>12} {:>12}\n", "source", "target", "pairs", "model alone", "with store");
+  for (const auto& p : e.per_gpu_pair)
+    fmt::print("{:<10} {:<10} {:>6} {:>12.2f} {:>12.2f}\n", p.source_gpu, p.target_gpu, p.pairs, p.model_mape_pct,
+               p.calibrated_mape_pct);
+  fmt::print("{:<10} {:<10} {:>6} {:>12.2f} {:>12.2f}\n", "all", "", e.pairs, e.model_mape_pct, e.calibrated_mape_pct);
+  for (const auto& r : e.refused) fmt::print("refused: {}\n", r);
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
   struct Options {
-    std::string data, test, catalog, protocol = "lomo", predictions;
+    std::string data, test, catalog, protocol = "lomo", predictions, store, model;
     std::uint64_t seed = 42;
     bool json = false, progress = false, lenient = false, memory_features = false;
     bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
@@ -105,28 +135,25 @@ void add_eval_command(CLI::App& app) {
                   "learner) to this CSV");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print one JSON object");
+  cmd->add_option("--store", opt->store,
+                  "score the job store's measured pairs leave-one-job-out: the model alone and with the store "
+                  "(docs/store.md); no fitting");
+  cmd->add_option("--model", opt->model, "with --store: the model to score (default: the bundled one)");
   cmd->callback([opt] {
     keep_heap_slack();
+    if (!opt->store.empty()) {
+      ServiceConfig config;
+      config.model_path = opt->model;
+      config.gpu_catalog_path = opt->catalog;
+      print_store_evaluation(Service(config).evaluate_store(opt->store), opt->store, opt->json);
+      return;
+    }
     // Opened first: a path that cannot be written fails before minutes of fitting, not after.
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> predictions(nullptr, &std::fclose);
     if (!opt->predictions.empty()) {
       predictions.reset(std::fopen(opt->predictions.c_str(), "w"));
       if (!predictions)
         throw Error(ErrorCode::kIo, "cannot write predictions to '" + opt->predictions + "': " + std::strerror(errno));
-    }
-    const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
-    DatasetOptions dopt;
-    dopt.lenient = opt->lenient;
-    const Dataset ds = load_dataset(opt->data.empty() ? default_dataset_path() : opt->data, catalog, dopt);
-    FitOptions fopt;
-    fopt.seed = opt->seed;
-    fopt.include_memory_features = opt->memory_features;
-    fopt.residual_over_prior = !opt->no_prior;
-    fopt.meta_gpu_folds = !opt->no_gpu_folds;
-    if (opt->linear_ridge) {
-      fopt.kernel_ridge = false;
-      fopt.xgb_rounds = 150;
-      fopt.xgb_eta = 0.1;
     }
     ProgressFn progress;
     if (opt->progress || isatty(STDERR_FILENO))
@@ -148,15 +175,23 @@ void add_eval_command(CLI::App& app) {
         fmt::print(stderr, "epochcast: note: {}: {} impossible value(s) read as missing; the first at {}\n", d.source,
                    g.impossible_values, g.first_impossible);
     };
-    note(ds);
-    EvalReport r;
-    if (!opt->test.empty()) {
-      const Dataset test = load_dataset(opt->test, catalog, dopt);
-      note(test);
-      r = evaluate_on_test(ds, test, catalog, fopt, progress);
-    } else {
-      r = evaluate(ds, catalog, *protocol_from_string(opt->protocol), fopt, progress);
-    }
+    EvaluateRequest request;
+    request.fit.data_path = opt->data;
+    request.fit.catalog_path = opt->catalog;
+    request.fit.lenient = opt->lenient;
+    request.fit.seed = opt->seed;
+    request.fit.memory_features = opt->memory_features;
+    request.fit.residual_over_prior = !opt->no_prior;
+    request.fit.gpu_folds = !opt->no_gpu_folds;
+    request.fit.linear_ridge = opt->linear_ridge;
+    request.protocol = opt->protocol;
+    request.test_path = opt->test;
+    ServiceConfig config;
+    config.progress = progress;
+    const EvaluateResult evaluated = Service(config).evaluate(request);
+    note(evaluated.dataset);
+    if (evaluated.test) note(*evaluated.test);
+    const EvalReport& r = evaluated.report;
     if (predictions) write_predictions(r, predictions.get(), opt->predictions);
     if (opt->json) {
       nlohmann::json j = scores_json(r.stack);
@@ -172,10 +207,10 @@ void add_eval_command(CLI::App& app) {
       j["fit_seconds"] = r.fit_seconds;
       j["fit_cpu_seconds"] = r.fit_cpu_seconds;
       j["held_out"] = r.held_out;
-      j["dataset"] = ds.source;
+      j["dataset"] = evaluated.dataset.source;
       // What `fit` on the same --data, --catalog and --lenient records in its model: ties these
       // figures to a model file (training.data_fingerprint).
-      j["data_fingerprint"] = training_data_fingerprint(ds, make_pairs(ds), catalog);
+      j["data_fingerprint"] = evaluated.data_fingerprint;
       std::cout << dump_json(j, 2) << "\n";
       return;
     }

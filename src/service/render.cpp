@@ -150,7 +150,6 @@ nlohmann::json to_json(const PredictReport& r) {
         {"interval_s", {number_or_null(p.interval_lo_s), number_or_null(p.interval_hi_s)}},
         {"measured", p.measured},
         {"in_training_data", p.in_training_data},
-        {"store_calibration", {{"log_factor", p.store_calibration_log}, {"pairs", p.store_calibration_pairs}}},
         {"relative_to_source", source_epoch_s > 0 ? number_or_null(p.epoch_s / source_epoch_s)
                                                   : nlohmann::json(nullptr)},
         {"instances", std::move(instances)},
@@ -165,7 +164,7 @@ nlohmann::json to_json(const PredictReport& r) {
   nlohmann::json uncertainty = nlohmann::json::array();
   for (const auto& u : r.uncertainty)
     uncertainty.push_back({{"reason", u.reason}, {"log_half_width", u.log_half_width}});
-  return {
+  nlohmann::json out{
       {"source",
        {{"gpu", r.source.gpu},
         {"gpu_name", r.source.gpu_name},
@@ -183,9 +182,16 @@ nlohmann::json to_json(const PredictReport& r) {
       {"model", r.model},
       {"validation", to_json(r.validation)},
       {"warnings", r.warnings},
-      {"store", {{"job_key", r.job_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.job_key)},
-                 {"run_id", r.store_run_id > 0 ? nlohmann::json(r.store_run_id) : nlohmann::json(nullptr)}}},
   };
+  // Only with a job store (--store, --job): the --json contract without one is unchanged.
+  if (!r.job_key.empty() || r.store_run_id > 0) {
+    out["store"] = {{"job_key", r.job_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.job_key)},
+                    {"run_id", r.store_run_id > 0 ? nlohmann::json(r.store_run_id) : nlohmann::json(nullptr)}};
+    for (std::size_t i = 0; i < r.predictions.size(); ++i)
+      out["predictions"][i]["store_calibration"] = {{"log_factor", r.predictions[i].store_calibration_log},
+                                                    {"pairs", r.predictions[i].store_calibration_pairs}};
+  }
+  return out;
 }
 
 namespace {

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "epochcast/core/error.hpp"
+
 namespace epochcast {
 
 EpochPredictor model_epoch_predictor(const StackedModel& model, const GpuCatalog& catalog) {
@@ -66,6 +68,25 @@ void StoreLink::record(PredictReport& report, const FeatureRow& features) {
         f.job_key, f.predicted_by, f.source_gpu, f.predicted_s, f.measured_s,
         (f.predicted_s / f.measured_s - 1) * 100, path_));
   if (!report.job_key.empty() && report.source.measured_epoch_s > 0) refresh_calibration();
+}
+
+StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,
+                                 Dataset& dataset, std::vector<RunPair>& pairs) {
+  const JobStore store(path, StoreMode::kReadOnly);
+  const std::vector<RunRecord> runs = store.runs();
+  const PairSet set = measured_pairs(runs, model_epoch_predictor(checker, catalog));
+  StoreTraining out;
+  for (const auto& r : set.refused) out.refused.push_back(r.reason);
+  for (const auto& p : set.pairs)
+    if (!catalog.find(p.source_gpu) || !catalog.find(p.target_gpu))
+      throw Error(ErrorCode::kNotFound, fmt::format("store '{}': run {} names GPU '{}', which the catalog lacks", path,
+                                                    p.source_run, catalog.find(p.source_gpu) ? p.target_gpu : p.source_gpu));
+  out.rows = append_store_pairs(runs, set, kStorePairWeight, dataset, pairs);
+  out.pairs = set.pairs.size();
+  if (!out.rows.empty())
+    dataset.source += fmt::format(" + store {} runs {} ({} measured pairs x{})", path, compress_ids(out.rows), out.pairs,
+                                  kStorePairWeight);
+  return out;
 }
 
 }  // namespace epochcast

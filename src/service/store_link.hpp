@@ -40,6 +40,23 @@ class StoreLink {
   Calibration calibration_;
 };
 
+// Each measured pair of the store counts this many times among the training pairs: a pair of
+// the operator's own job on the operator's GPUs is worth more than one of 2022's bundled runs,
+// and 20 of them must move a fit of ~1,500 bundled pairs (docs/store.md, "fit --store").
+inline constexpr int kStorePairWeight = 3;
+
+struct StoreTraining {
+  std::size_t pairs = 0;                 // measured pairs added (before the weight)
+  std::vector<std::int64_t> rows;        // store row ids used
+  std::vector<std::string> refused;      // reasons
+};
+
+// Adds the accepted measured pairs of the store at `path` (read-only) to `dataset`/`pairs`,
+// repeated kStorePairWeight times; `checker` is the model the reused-key check predicts with.
+// Names the rows in dataset.source, which the model file keeps (training.dataset).
+StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,
+                                 Dataset& dataset, std::vector<RunPair>& pairs);
+
 // The stacked model as the reused-key check's predictor (pairs.hpp).
 [[nodiscard]] EpochPredictor model_epoch_predictor(const StackedModel& model, const GpuCatalog& catalog);
 

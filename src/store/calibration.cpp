@@ -32,6 +32,12 @@ Calibration fit_calibration(const std::vector<PairResidual>& residuals, const Ca
     double m = 0;
     for (double x : v) m += x;
     m /= static_cast<double>(v.size());
+    if (o.median) {
+      std::vector<double> sorted = v;
+      std::sort(sorted.begin(), sorted.end());
+      const std::size_t k = sorted.size();
+      m = k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
+    }
     means[key] = m;
     for (double x : v) ss += (x - m) * (x - m);
     dof += static_cast<double>(v.size()) - 1;
@@ -46,7 +52,7 @@ Calibration fit_calibration(const std::vector<PairResidual>& residuals, const Ca
     c.mean_log_residual = means[key];
     const double n = static_cast<double>(v.size());
     const double m2 = c.mean_log_residual * c.mean_log_residual;
-    c.shrink = m2 > 0 ? std::max(0.0, 1.0 - var / (n * m2)) : 0.0;
+    c.shrink = m2 > 0 && v.size() >= o.min_pairs ? std::max(0.0, 1.0 - o.threshold * var / (n * m2)) : 0.0;
     c.log_bias = c.shrink * c.mean_log_residual;
     out.push_back(std::move(c));
   }

@@ -120,7 +120,7 @@ TEST(Calibration, ClearBiasIsTakenAlmostWholeNoiseIsLeftAlone) {
   for (int i = 0; i < 20; ++i) {
     const double noise = i % 2 ? 0.05 : -0.05;
     res.push_back({"t4", "h100", 0.2 + noise});
-    res.push_back({"t4", "v100", noise + (i == 0 ? 0.01 : 0.0)});
+    res.push_back({"t4", "v100", noise + (i == 0 ? 0.01 : 0.0)});  // median 0: nothing to correct
   }
   res.push_back({"p100", "a10g", 0.04});  // one pair within the prior spread
   const Calibration c = fit_calibration(res);
@@ -136,11 +136,28 @@ TEST(Calibration, ClearBiasIsTakenAlmostWholeNoiseIsLeftAlone) {
 }
 
 TEST(Calibration, FewPairsOfALargeBiasAreShrunkTowardZero) {
-  const Calibration one = fit_calibration({{"t4", "h100", 0.12}});
-  const Calibration three = fit_calibration({{"t4", "h100", 0.12}, {"t4", "h100", 0.12}, {"t4", "h100", 0.12}});
-  EXPECT_GT(one.log_bias("t4", "h100"), 0.0);
-  EXPECT_LT(one.log_bias("t4", "h100"), three.log_bias("t4", "h100"));
-  EXPECT_LT(three.log_bias("t4", "h100"), 0.12);
+  auto pairs = [](int n) { return std::vector<PairResidual>(static_cast<std::size_t>(n), {"t4", "h100", 0.12}); };
+  const double one = fit_calibration(pairs(1)).log_bias("t4", "h100");
+  const double three = fit_calibration(pairs(3)).log_bias("t4", "h100");
+  const double ten = fit_calibration(pairs(10)).log_bias("t4", "h100");
+  EXPECT_EQ(one, 0.0);  // fewer than min_pairs
+  EXPECT_GT(three, 0.0);
+  EXPECT_LT(three, ten);
+  EXPECT_LT(ten, 0.12);
+  CalibrationOptions js;  // plain James-Stein, no minimum, takes some of the one pair
+  js.threshold = 1;
+  js.min_pairs = 1;
+  EXPECT_GT(fit_calibration(pairs(1), js).log_bias("t4", "h100"), 0.0);
+}
+
+TEST(Calibration, MedianIgnoresOneWildPair) {
+  std::vector<PairResidual> res;
+  for (int i = 0; i < 9; ++i) res.push_back({"t4", "v100", i % 2 ? 0.01 : -0.01});
+  res.push_back({"t4", "v100", 1.5});  // one run far off (a per-run effect, not a bias)
+  EXPECT_EQ(fit_calibration(res).log_bias("t4", "v100"), 0.0);
+  CalibrationOptions mean;
+  mean.median = false;
+  EXPECT_GT(fit_calibration(res, mean).find("t4", "v100")->mean_log_residual, 0.1);
 }
 
 }  // namespace
