@@ -60,7 +60,15 @@ void StoreLink::record(PredictReport& report, const FeatureRow& features) {
     if (!p.measured)
       run.predictions.push_back({p.gpu, p.epoch_s, p.interval_lo_s, p.interval_hi_s, p.store_calibration_log});
   std::lock_guard lock(mu_);
-  const RecordResult result = store_.record(std::move(run));
+  RecordResult result;
+  try {
+    result = store_.record(std::move(run));
+  } catch (const Error& e) {
+    // The prediction stands; the store is as it was (one transaction) and says why.
+    if (e.code() != ErrorCode::kIo && e.code() != ErrorCode::kParse) throw;
+    report.warnings.push_back(fmt::format("run not recorded in the job store: {}", e.what()));
+    return;
+  }
   report.store_run_id = result.id;
   for (const auto& f : result.feedback)
     report.warnings.push_back(fmt::format(

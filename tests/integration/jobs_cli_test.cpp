@@ -1,5 +1,6 @@
 // predict --job/--store, jobs, eval --store through the built CLI on a real store file.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -101,10 +102,25 @@ TEST_F(JobsCli, StoreThatIsNotADatabaseIsRefusedAndKept) {
   EXPECT_EQ(run_cli("jobs list --store " + (dir_ / "missing.db").string() + " 2>/dev/null").status, 3);
 }
 
+TEST_F(JobsCli, LockedStoreStillAnswersThePredictionAndSaysItWasNotRecorded) {
+  json_of("predict " + kTrace + " --job a --store " + db_ + " --gpus t4 --json");
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);  // another writer
+  const auto r = json_of("predict " + kTrace + " --job a --store " + db_ + " --gpus t4 --json");
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_FALSE(r["predictions"].empty());
+  bool said = false;
+  for (const auto& w : r["warnings"]) said |= w.get<std::string>().find("not recorded") != std::string::npos;
+  EXPECT_TRUE(said) << r["warnings"].dump();
+  EXPECT_EQ(json_of("jobs list --store " + db_ + " --json")["runs"].size(), 1u);
+}
+
 TEST_F(JobsCli, JobKeyWithoutAStoreIsRefusedNamingTheField) {
   const auto r = run_cli("predict " + kTrace + " --job x --json 2>/dev/null");
   EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.out.find("job_key"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--job"), std::string::npos) << r.out;
 }
 
 }  // namespace
