@@ -74,10 +74,12 @@ FitResult Service::fit(const FitRequest& request, const std::string& output_path
   if (!request.store_path.empty())  // the reused-key check predicts with the bundled model
     store = add_store_training(request.store_path, *default_model(impl_->config.progress), catalog, dataset, pairs);
   StackedModel model = fit_model_on_pairs(dataset, pairs, catalog, options, impl_->config.progress);
-  FitResult result{.model = std::move(model), .dataset = std::move(dataset), .validation = {}};
-  result.store_pairs = store.pairs;
-  result.store_rows = compress_ids(store.rows);
-  result.store_refused = store.refused;
+  FitResult result{.model = std::move(model),
+                   .dataset = std::move(dataset),
+                   .validation = {},
+                   .store_pairs = store.pairs,
+                   .store_rows = compress_ids(store.rows),
+                   .store_refused = store.refused};
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result.cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
   result.interval_level = options.interval_level;

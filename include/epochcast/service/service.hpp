@@ -49,7 +49,7 @@ struct FitResult {
   double cpu_seconds = 0;    // process CPU time, all threads
   double interval_level = 0.9;
   ModelValidation validation;  // whether the bundled held-out figures describe this model
-  // With FitRequest::store_path: the store's measured pairs added (each direction counted once,
+  // With FitRequest::store_path: the store's measured pairs added (directed, counted
   // before the weight), the store row ids they came from ("3, 5-9"), and the refused pairs' reasons.
   std::size_t store_pairs = 0;
   std::string store_rows;
