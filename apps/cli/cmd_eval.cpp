@@ -72,11 +72,41 @@ void write_predictions(const EvalReport& r, std::FILE* f, const std::string& pat
     throw Error(ErrorCode::kIo, "cannot write predictions to '" + path + "': " + std::strerror(errno));
 }
 
+void print_store_evaluation(const StoreEvaluation& e, const std::string& store, bool json) {
+  if (json) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& p : e.per_gpu_pair)
+      per.push_back({{"source_gpu", p.source_gpu},
+                     {"target_gpu", p.target_gpu},
+                     {"pairs", p.pairs},
+                     {"model_mape_pct", p.model_mape_pct},
+                     {"with_store_mape_pct", p.calibrated_mape_pct}});
+    std::cout << dump_json({{"protocol", "leave-one-job-out"},
+                            {"store", store},
+                            {"jobs", e.jobs},
+                            {"pairs", e.pairs},
+                            {"model_mape_pct", e.model_mape_pct},
+                            {"with_store_mape_pct", e.calibrated_mape_pct},
+                            {"per_gpu_pair", per},
+                            {"refused", e.refused}},
+                           2)
+              << "\n";
+    return;
+  }
+  fmt::print("leave-one-job-out over {} ({} jobs, {} measured pairs): MAPE %\n", store, e.jobs, e.pairs);
+  fmt::print("{:<10} {:<10} {:>6} {:>12} {:>12}\n", "source", "target", "pairs", "model alone", "with store");
+  for (const auto& p : e.per_gpu_pair)
+    fmt::print("{:<10} {:<10} {:>6} {:>12.2f} {:>12.2f}\n", p.source_gpu, p.target_gpu, p.pairs, p.model_mape_pct,
+               p.calibrated_mape_pct);
+  fmt::print("{:<10} {:<10} {:>6} {:>12.2f} {:>12.2f}\n", "all", "", e.pairs, e.model_mape_pct, e.calibrated_mape_pct);
+  for (const auto& r : e.refused) fmt::print("refused: {}\n", r);
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
   struct Options {
-    std::string data, test, catalog, protocol = "lomo", predictions;
+    std::string data, test, catalog, protocol = "lomo", predictions, store, model;
     std::uint64_t seed = 42;
     bool json = false, progress = false, lenient = false, memory_features = false;
     bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
@@ -105,8 +135,19 @@ void add_eval_command(CLI::App& app) {
                   "learner) to this CSV");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print one JSON object");
+  cmd->add_option("--store", opt->store,
+                  "score the job store's measured pairs leave-one-job-out: the model alone and with the store "
+                  "(docs/store.md); no fitting");
+  cmd->add_option("--model", opt->model, "with --store: the model to score (default: the bundled one)");
   cmd->callback([opt] {
     keep_heap_slack();
+    if (!opt->store.empty()) {
+      ServiceConfig config;
+      config.model_path = opt->model;
+      config.gpu_catalog_path = opt->catalog;
+      print_store_evaluation(Service(config).evaluate_store(opt->store), opt->store, opt->json);
+      return;
+    }
     // Opened first: a path that cannot be written fails before minutes of fitting, not after.
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> predictions(nullptr, &std::fclose);
     if (!opt->predictions.empty()) {

@@ -36,7 +36,7 @@ ProgressFn terminal_progress(bool enabled) {
 
 void add_fit_command(CLI::App& app) {
   struct Options {
-    std::string data, catalog, output;
+    std::string data, catalog, output, store;
     std::uint64_t seed = 42;
     bool progress = false, json = false, lenient = false, memory_features = false;
     bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
@@ -60,6 +60,8 @@ void add_fit_command(CLI::App& app) {
                 "XGBoost 150 rounds at eta 0.1 (docs/model.md)");
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
+  cmd->add_option("--store", opt->store,
+                  "job store whose measured pairs join the training pairs (weighted, docs/store.md)");
   cmd->callback([opt] {
     keep_heap_slack();
     FitRequest request;
@@ -71,6 +73,7 @@ void add_fit_command(CLI::App& app) {
     request.residual_over_prior = !opt->no_prior;
     request.gpu_folds = !opt->no_gpu_folds;
     request.linear_ridge = opt->linear_ridge;
+    request.store_path = opt->store;
     ServiceConfig config;
     config.progress = terminal_progress(opt->progress || isatty(STDERR_FILENO));
     const FitResult fitted = Service(config).fit(request, opt->output);
@@ -80,13 +83,14 @@ void add_fit_command(CLI::App& app) {
     const double cpu_seconds = fitted.cpu_seconds;
     const ModelValidation& validation = fitted.validation;
     const auto names = model.learner_names();
+    for (const auto& why : fitted.store_refused) fmt::print(stderr, "epochcast: note: {}\n", why);
     if (opt->json) {
       nlohmann::json weights, unseen;
       for (std::size_t i = 0; i < names.size(); ++i) {
         weights[names[i]] = model.meta_weights()[i];
         unseen[names[i]] = model.meta_weights_unseen_gpu()[i];
       }
-      std::cout << dump_json(nlohmann::json{{"model", opt->output},
+      nlohmann::json j{{"model", opt->output},
                                   {"dataset", ds.source},
                                   {"rows", ds.rows.size()},
                                   {"rows_skipped", ds.diagnostics.rows_skipped},
@@ -102,9 +106,11 @@ void add_fit_command(CLI::App& app) {
                                   {"meta_weights_unseen_gpu", unseen},
                                   {"interval_half_width_log", model.interval_half_width_log()},
                                   {"unseen_gpu_interval_half_width_log", model.unseen_gpu_interval_half_width_log()},
-                                  {"source_gpus", model.source_gpus_in_training()}},
-                               2)
-                << "\n";
+                                  {"source_gpus", model.source_gpus_in_training()}};
+      if (!opt->store.empty())
+        j["store"] = {{"path", opt->store}, {"measured_pairs", fitted.store_pairs}, {"rows", fitted.store_rows},
+                      {"refused", fitted.store_refused}};
+      std::cout << dump_json(j, 2) << "\n";
       return;
     }
     fmt::print("dataset   {} ({} rows, {} skipped)\n", ds.source, ds.rows.size(), ds.diagnostics.rows_skipped);

@@ -11,6 +11,7 @@
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
+#include "epochcast/store/job_store.hpp"
 #include "trace_input.hpp"
 
 namespace epochcast::cli {
@@ -28,6 +29,7 @@ struct PredictCliOptions {
   bool json = false;
   std::string html;
   std::string prices;
+  std::string job, store;  // job store (docs/store.md)
   TraceInputOptions input;
 };
 
@@ -63,6 +65,7 @@ void run_predict(const PredictCliOptions& o) {
   ServiceConfig config;
   config.model_path = o.model;
   config.prices_path = o.prices;
+  config.store_path = !o.store.empty() ? o.store : o.job.empty() ? std::string() : default_store_path();
   // Fitting the default model on first use (about a minute) and long batches show progress.
   config.progress = terminal_progress();
   if (o.model.empty())
@@ -73,6 +76,7 @@ void run_predict(const PredictCliOptions& o) {
   request.epochs = o.epochs;
   request.source_epoch_s = o.epoch_s;
   request.min_detection_confidence = o.min_confidence;
+  request.job_key = o.job;
   request.validate();  // before minutes of fitting the default model
 
   const Service service(config);
@@ -135,6 +139,10 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");
   cmd->add_option("--prices", opts->prices, "price catalog CSV (default: the bundled data/prices.csv)");
+  cmd->add_option("--job", opts->job,
+                  "job key: runs of one key on different GPU types become measured pairs in the job store");
+  cmd->add_option("--store", opts->store,
+                  "job store to record the run in and calibrate from (SQLite; default with --job: $EPOCHCAST_STORE)");
   add_trace_options(cmd, opts->input);
   cmd->callback([opts] {
     keep_heap_slack();  // fits the default model on first use

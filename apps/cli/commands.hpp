@@ -59,5 +59,6 @@ void add_fit_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_collect_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_jobs_command(CLI::App& app);
 
 }  // namespace epochcast::cli

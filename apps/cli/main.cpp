@@ -53,6 +53,7 @@ std::string flag_for_field(std::string_view field) {
       {"interval_s", "--interval"},      {"min_period_s", "--min-period"},
       {"max_period_s", "--max-period"},  {"data_path", "--data"},
       {"catalog_path", "--catalog"},     {"test_path", "--test"},
+      {"job_key", "--job"},              {"store_path", "--store"},
   };
   for (const auto& [name, flag] : kFlags)
     if (name == field) return std::string(flag);
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   epochcast::cli::add_eval_command(app);
   epochcast::cli::add_collect_command(app);
   epochcast::cli::add_serve_command(app);
+  epochcast::cli::add_jobs_command(app);
 
   const bool json = wants_json(argc, argv);
   try {

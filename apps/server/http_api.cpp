@@ -152,6 +152,7 @@ PredictRequest predict_request(const Query& query) {
   if (const auto epochs = query.integer("epochs", 1, 1000000)) r.epochs = *epochs;
   if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
   if (const auto confidence = query.number("min_confidence", 0, 1)) r.min_detection_confidence = *confidence;
+  if (const auto job = query.text("job")) r.job_key = *job;  // recorded with serve --store (docs/store.md)
   return r;
 }
 
@@ -159,6 +160,7 @@ PredictRequest predict_request(const Query& query) {
 std::string_view parameter_for_field(std::string_view field) {
   if (field == "source_epoch_s") return "epoch_s";
   if (field == "min_detection_confidence") return "min_confidence";
+  if (field == "job_key") return "job";
   return field;
 }
 
@@ -284,7 +286,8 @@ void HttpApi::add_routes() {
     send_json(res, 200, j);
   }));
   const std::vector<std::string_view> predict_params = {
-      "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence"};
+      "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence",
+      "job"};
   s.Post("/v1/predict", guarded([&service, predict_params](const Request& req, Response& res) {
     const Query query(req, predict_params);
     const PredictRequest request = predict_request(query);

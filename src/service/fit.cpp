@@ -11,6 +11,8 @@
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
 #include "service_impl.hpp"
+#include "epochcast/store/job_store.hpp"
+#include "store_link.hpp"
 
 namespace epochcast {
 
@@ -67,8 +69,17 @@ FitResult Service::fit(const FitRequest& request, const std::string& output_path
   const FitOptions options = to_fit_options(request);
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t cpu0 = std::clock();  // process CPU time, all threads
-  StackedModel model = fit_model(dataset, catalog, options, impl_->config.progress);
-  FitResult result{.model = std::move(model), .dataset = std::move(dataset), .validation = {}};
+  std::vector<RunPair> pairs = make_pairs(dataset);
+  StoreTraining store;
+  if (!request.store_path.empty())  // the reused-key check predicts with the bundled model
+    store = add_store_training(request.store_path, *default_model(impl_->config.progress), catalog, dataset, pairs);
+  StackedModel model = fit_model_on_pairs(dataset, pairs, catalog, options, impl_->config.progress);
+  FitResult result{.model = std::move(model),
+                   .dataset = std::move(dataset),
+                   .validation = {},
+                   .store_pairs = store.pairs,
+                   .store_rows = compress_ids(store.rows),
+                   .store_refused = store.refused};
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result.cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
   result.interval_level = options.interval_level;
@@ -94,6 +105,12 @@ EvaluateResult Service::evaluate(const EvaluateRequest& request) const {
   // to a model file (training.data_fingerprint).
   result.data_fingerprint = training_data_fingerprint(result.dataset, make_pairs(result.dataset), catalog);
   return result;
+}
+
+StoreEvaluation Service::evaluate_store(const std::string& store_path) const {
+  impl_->load();
+  const JobStore store(store_path, StoreMode::kReadOnly);
+  return epochcast::evaluate_store(store.runs(), *impl_->model, impl_->catalog);
 }
 
 }  // namespace epochcast

@@ -143,9 +143,12 @@ GpuPrediction predicted_row(const GpuSpec& source, const GpuSpec& target, double
   const std::vector<UncertaintyTerm> extra =
       p.in_training_data ? std::vector<UncertaintyTerm>{} : unseen_target_terms(target, s.validation);
   const Interval widened = widen(raw.epoch_s, raw.lo_s, raw.hi_s, assessment.terms, extra);
-  p.epoch_s = raw.epoch_s;
-  p.interval_lo_s = widened.lo_s;
-  p.interval_hi_s = widened.hi_s;
+  // The job store's measured pairs of this GPU pair correct the model between refits.
+  const double cal = s.store ? s.store->calibration_log(source.id, target.id, &p.store_calibration_pairs) : 0.0;
+  p.store_calibration_log = cal;
+  p.epoch_s = raw.epoch_s * std::exp(cal);
+  p.interval_lo_s = widened.lo_s * std::exp(cal);
+  p.interval_hi_s = widened.hi_s * std::exp(cal);
   return p;
 }
 
@@ -164,13 +167,27 @@ void add_summary_warnings(PredictReport& report) {
     report.warnings.push_back(fmt::format("no attributable price for {} (data/prices.csv)", fmt::join(unpriced, ", ")));
 }
 
+// Which rows the job store's calibration moved, and by how much.
+void add_calibration_warning(PredictReport& report) {
+  std::vector<std::string> calibrated;
+  for (const auto& p : report.predictions)
+    if (p.store_calibration_pairs > 0 && p.store_calibration_log != 0)
+      calibrated.push_back(fmt::format("{} x{:.3f} ({} pairs)", p.gpu, std::exp(p.store_calibration_log),
+                                       p.store_calibration_pairs));
+  if (!calibrated.empty())
+    report.warnings.push_back(fmt::format("job store calibration applied: {}", fmt::join(calibrated, ", ")));
+}
+
 }  // namespace
 
 PredictReport Service::predict(const Trace& trace, const PredictRequest& request, StageTimes* times) const {
   request.validate();
   impl_->load();
   const Impl& s = *impl_;
+  if (!request.job_key.empty() && !s.store)
+    throw FieldError("job_key", fmt::format("'{}' needs a job store to record the run in (--store DB)", request.job_key));
   PredictReport report = start_report(trace, request, s);
+  report.job_key = request.job_key;
   const GpuSpec source = resolve_source(trace, request, s, report);
   const std::vector<GpuSpec> targets = resolve_targets(request, source, s);
 
@@ -181,7 +198,10 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   if (times) times->detect_s = seconds_since(t0);
 
   const double epoch_s = choose_epoch_time(trace, request, report);
-  if (epoch_s <= 0) return report;
+  if (epoch_s <= 0) {
+    if (s.store) s.store->record(report, FeatureRow{});  // every analysed run, found or not
+    return report;
+  }
   report.source.measured_epoch_s = epoch_s;
 
   t0 = std::chrono::steady_clock::now();
@@ -203,6 +223,8 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   if (times) times->model_s = seconds_since(t0);
   rank_by_time(report.predictions);
   add_summary_warnings(report);
+  add_calibration_warning(report);
+  if (s.store) s.store->record(report, features);
   return report;
 }
 

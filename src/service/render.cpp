@@ -164,7 +164,7 @@ nlohmann::json to_json(const PredictReport& r) {
   nlohmann::json uncertainty = nlohmann::json::array();
   for (const auto& u : r.uncertainty)
     uncertainty.push_back({{"reason", u.reason}, {"log_half_width", u.log_half_width}});
-  return {
+  nlohmann::json out{
       {"source",
        {{"gpu", r.source.gpu},
         {"gpu_name", r.source.gpu_name},
@@ -183,6 +183,15 @@ nlohmann::json to_json(const PredictReport& r) {
       {"validation", to_json(r.validation)},
       {"warnings", r.warnings},
   };
+  // Only with a job store (--store, --job): the --json contract without one is unchanged.
+  if (!r.job_key.empty() || r.store_run_id > 0) {
+    out["store"] = {{"job_key", r.job_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.job_key)},
+                    {"run_id", r.store_run_id > 0 ? nlohmann::json(r.store_run_id) : nlohmann::json(nullptr)}};
+    for (std::size_t i = 0; i < r.predictions.size(); ++i)
+      out["predictions"][i]["store_calibration"] = {{"log_factor", r.predictions[i].store_calibration_log},
+                                                    {"pairs", r.predictions[i].store_calibration_pairs}};
+  }
+  return out;
 }
 
 namespace {

@@ -54,6 +54,9 @@ void DetectRequest::validate() const {
   if (min_epochs < 2) throw FieldError("min_epochs", fmt::format("must be at least 2, got {}", min_epochs));
 }
 
+// Longer than any pod/job name Kubernetes allows (253).
+constexpr std::size_t kMaxJobKeyBytes = 256;
+
 void PredictRequest::validate() const {
   if (epochs < 1) throw FieldError("epochs", fmt::format("must be at least 1, got {}", epochs));
   if (!(min_detection_confidence >= 0 && min_detection_confidence <= 1))
@@ -61,6 +64,11 @@ void PredictRequest::validate() const {
   // 0 means "not given"; anything else must be a plausible epoch.
   if (!(source_epoch_s == 0 || (source_epoch_s >= kMinEpochS && source_epoch_s <= kMaxEpochS)))
     throw FieldError("source_epoch_s", fmt::format("must be a number of seconds from 0.001 to 1e7, got {}", source_epoch_s));
+  // A job key names a job in tables and messages: printable, one line, bounded.
+  if (job_key.size() > kMaxJobKeyBytes)
+    throw FieldError("job_key", fmt::format("is {} bytes long; at most {}", job_key.size(), kMaxJobKeyBytes));
+  for (unsigned char c : job_key)
+    if (c < 0x20 || c == 0x7f) throw FieldError("job_key", "holds a control character");
 }
 
 void FitRequest::validate() const {}

@@ -37,6 +37,7 @@ void Service::Impl::load() {
   validation = load_validation(default_validation_path(), *model, [&] {
     return is_default ? model->data_fingerprint() : bundled_data_fingerprint();
   });
+  if (!config.store_path.empty()) store = std::make_unique<StoreLink>(config.store_path, model, catalog);
   loaded = true;
 }
 

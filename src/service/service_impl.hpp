@@ -11,6 +11,7 @@
 #include "epochcast/trace/read.hpp"
 #include "epochcast/service/prices.hpp"
 #include "epochcast/service/service.hpp"
+#include "store_link.hpp"
 
 namespace epochcast {
 
@@ -25,6 +26,7 @@ struct Service::Impl {
   std::shared_ptr<const StackedModel> model;
   std::string model_label;
   ModelValidation validation;
+  std::unique_ptr<StoreLink> store;  // ServiceConfig::store_path (docs/store.md)
 
   void load();
   // The spec of a catalog id or nvidia-smi name; Error(kNotFound) listing the catalog.

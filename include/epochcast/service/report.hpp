@@ -2,6 +2,7 @@
 // Plain values: the CLI renders them as a table or JSON, the HTML writer as a page.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@ struct GpuPrediction {
   double interval_hi_s = 0;
   bool measured = false;               // the source GPU's own, measured epoch time
   bool in_training_data = false;       // this GPU appears in the model's training data
+  // The job store's calibration for (source GPU, this GPU), already in epoch_s and the
+  // interval: log factor and the measured pairs behind it (0, 0: none).
+  double store_calibration_log = 0;
+  std::size_t store_calibration_pairs = 0;
   std::vector<InstanceCost> instances; // cheapest first
   [[nodiscard]] const InstanceCost* cheapest() const {
     return instances.empty() ? nullptr : &instances.front();
@@ -87,6 +92,8 @@ struct PredictReport {
   int epochs = 10;                     // N for usd_total
   ModelValidation validation;
   std::string model;                   // "default (bundled dataset)" or the model file
+  std::string job_key;                 // PredictRequest::job_key
+  std::int64_t store_run_id = 0;       // row id in the job store when recorded (0: not recorded)
 
   [[nodiscard]] const GpuPrediction* find(const std::string& gpu) const {
     for (const auto& p : predictions)

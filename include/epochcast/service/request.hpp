@@ -81,6 +81,9 @@ struct PredictRequest {
   // Detection's bar for "found". Lower accepts weaker evidence; the confidence still widens
   // the intervals and is named in the warnings.
   double min_detection_confidence = 0.5;
+  // The operator's job key: runs of one key on different GPU types become measured pairs in
+  // the job store (docs/store.md). Needs ServiceConfig::store_path.
+  std::string job_key;
 
   void validate() const;
 };
@@ -95,6 +98,8 @@ struct FitRequest {
   bool residual_over_prior = true;
   bool gpu_folds = true;      // meta weights also on GPU-held-out folds
   bool linear_ridge = false;  // the format-3 stack (linear ridge, one weight set, XGBoost 150 × 0.1)
+  // Job store whose measured pairs join the training pairs (docs/store.md); "": none.
+  std::string store_path;
 
   void validate() const;
 };

@@ -13,6 +13,7 @@
 #include "epochcast/epoch/segmentation.hpp"
 #include "epochcast/model/dataset.hpp"
 #include "epochcast/model/evaluate.hpp"
+#include "epochcast/store/store_eval.hpp"
 #include "epochcast/model/stacked_model.hpp"  // ProgressFn
 #include "epochcast/service/report.hpp"
 #include "epochcast/service/request.hpp"
@@ -25,6 +26,9 @@ struct ServiceConfig {
   std::string gpu_catalog_path;  // empty: data/gpus.csv of the bundled data
   std::string prices_path;       // empty: data/prices.csv of the bundled data
   ProgressFn progress;           // (stage, done, total) on long work; may be empty
+  // The job store (docs/store.md): when set, every predicted run is recorded there and the
+  // store's per GPU pair calibration is applied. Opened (created) for writing.
+  std::string store_path;
 };
 
 // Time spent per stage of one predict, for the benchmark and --verbose.
@@ -45,6 +49,11 @@ struct FitResult {
   double cpu_seconds = 0;    // process CPU time, all threads
   double interval_level = 0.9;
   ModelValidation validation;  // whether the bundled held-out figures describe this model
+  // With FitRequest::store_path: the store's measured pairs added (directed, counted
+  // before the weight), the store row ids they came from ("3, 5-9"), and the refused pairs' reasons.
+  std::size_t store_pairs = 0;
+  std::string store_rows;
+  std::vector<std::string> store_refused;
 };
 
 // What `evaluate` measured, with the datasets it read (their diagnostics: rows skipped,
@@ -105,6 +114,9 @@ class Service {
   [[nodiscard]] FitResult fit(const FitRequest& request, const std::string& output_path = {}) const;
   // Cross-validates the stack (progress through the config's ProgressFn).
   [[nodiscard]] EvaluateResult evaluate(const EvaluateRequest& request) const;
+  // The job store's measured pairs leave-one-job-out: the service's model alone and with the
+  // store's calibration from the other jobs (docs/store.md). Errors as JobStore's.
+  [[nodiscard]] StoreEvaluation evaluate_store(const std::string& store_path) const;
 
   // The catalog's GPU ids in catalog order.
   [[nodiscard]] std::vector<std::string> gpu_ids() const;

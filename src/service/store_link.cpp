@@ -1,0 +1,100 @@
+#include "store_link.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "epochcast/core/error.hpp"
+
+namespace epochcast {
+
+EpochPredictor model_epoch_predictor(const StackedModel& model, const GpuCatalog& catalog) {
+  return [&model, &catalog](const RunRecord& s, const std::string& target) {
+    const GpuSpec* sg = catalog.find(s.gpu);
+    const GpuSpec* tg = catalog.find(target);
+    if (!sg || !tg || !(s.epoch_s > 0)) return 0.0;
+    return model.predict(s.features, s.epoch_s, *sg, *tg).epoch_s;
+  };
+}
+
+StoreLink::StoreLink(const std::string& path, std::shared_ptr<const StackedModel> model, const GpuCatalog& catalog)
+    : path_(path),
+      model_(std::move(model)),
+      catalog_(catalog),
+      catalog_version_(catalog_version(catalog)),
+      model_version_(model_version(*model_)),
+      store_(path, StoreMode::kReadWrite) {
+  refresh_calibration();
+}
+
+void StoreLink::refresh_calibration() {
+  const std::vector<RunRecord> runs = store_.runs();
+  const PairSet set = measured_pairs(runs, model_epoch_predictor(*model_, catalog_));
+  calibration_ = fit_calibration(pair_residuals(set, runs, *model_, catalog_));
+}
+
+double StoreLink::calibration_log(const std::string& s, const std::string& t, std::size_t* pairs) const {
+  std::lock_guard lock(mu_);
+  const PairCalibration* c = calibration_.find(s, t);
+  if (pairs) *pairs = c ? c->pairs : 0;
+  return c ? c->log_bias : 0.0;
+}
+
+void StoreLink::record(PredictReport& report, const FeatureRow& features) {
+  RunRecord run;
+  run.job_key = report.job_key;
+  run.gpu = report.source.gpu;
+  run.catalog_version = catalog_version_;
+  run.trace = report.source.trace;
+  const Segmentation& seg = report.source.detected;
+  run.detected = seg.found;
+  run.period_s = seg.found ? seg.period_s : 0;
+  run.confidence = seg.confidence;
+  run.epochs_found = static_cast<int>(seg.epochs.size());
+  run.detect_reason = seg.reason;
+  run.epoch_s = report.source.measured_epoch_s;
+  run.epoch_time_from = report.source.epoch_time_from;
+  run.features = features;
+  run.model_version = model_version_;
+  for (const auto& p : report.predictions)
+    if (!p.measured)
+      run.predictions.push_back({p.gpu, p.epoch_s, p.interval_lo_s, p.interval_hi_s, p.store_calibration_log});
+  std::lock_guard lock(mu_);
+  RecordResult result;
+  try {
+    result = store_.record(std::move(run));
+  } catch (const Error& e) {
+    // The prediction stands; the store is as it was (one transaction) and says why.
+    if (e.code() != ErrorCode::kIo && e.code() != ErrorCode::kParse) throw;
+    report.warnings.push_back(fmt::format("run not recorded in the job store: {}", e.what()));
+    return;
+  }
+  report.store_run_id = result.id;
+  for (const auto& f : result.feedback)
+    report.warnings.push_back(fmt::format(
+        "job '{}': run {} on {} had predicted {:.4g} s/epoch here; measured {:.4g} s ({:+.1f} %), recorded in {}",
+        f.job_key, f.predicted_by, f.source_gpu, f.predicted_s, f.measured_s,
+        (f.predicted_s / f.measured_s - 1) * 100, path_));
+  if (!report.job_key.empty() && report.source.measured_epoch_s > 0) refresh_calibration();
+}
+
+StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,
+                                 Dataset& dataset, std::vector<RunPair>& pairs) {
+  const JobStore store(path, StoreMode::kReadOnly);
+  const std::vector<RunRecord> runs = store.runs();
+  const PairSet set = measured_pairs(runs, model_epoch_predictor(checker, catalog));
+  StoreTraining out;
+  for (const auto& r : set.refused) out.refused.push_back(r.reason);
+  for (const auto& p : set.pairs)
+    if (!catalog.find(p.source_gpu) || !catalog.find(p.target_gpu))
+      throw Error(ErrorCode::kNotFound, fmt::format("store '{}': run {} names GPU '{}', which the catalog lacks", path,
+                                                    p.source_run, catalog.find(p.source_gpu) ? p.target_gpu : p.source_gpu));
+  out.rows = append_store_pairs(runs, set, kStorePairWeight, dataset, pairs);
+  out.pairs = set.pairs.size();
+  if (!out.rows.empty())
+    dataset.source += fmt::format(" + store {} runs {} ({} measured pairs x{})", path, compress_ids(out.rows), out.pairs,
+                                  kStorePairWeight);
+  return out;
+}
+
+}  // namespace epochcast

@@ -1,0 +1,63 @@
+// The service's side of the job store (--store DB): records every analysed run, applies the
+// store's per GPU pair calibration to predictions, reports the feedback a run makes possible.
+// One connection per Service, serialised by a mutex (the server predicts on many threads).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "epochcast/model/gpu_catalog.hpp"
+#include "epochcast/model/stacked_model.hpp"
+#include "epochcast/service/report.hpp"
+#include "epochcast/store/calibration.hpp"
+#include "epochcast/store/job_store.hpp"
+
+namespace epochcast {
+
+class StoreLink {
+ public:
+  // Opens (creates) the store for writing and computes the calibration for `model`.
+  StoreLink(const std::string& path, std::shared_ptr<const StackedModel> model, const GpuCatalog& catalog);
+
+  [[nodiscard]] double calibration_log(const std::string& source, const std::string& target,
+                                       std::size_t* pairs) const;
+  // Records the run of `report` (features from its window) and the feedback it makes possible;
+  // sets report.store_run_id, adds a line per checked prediction to the warnings, refreshes
+  // the calibration when the run's job key formed a new pair.
+  void record(PredictReport& report, const FeatureRow& features);
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  void refresh_calibration();
+
+  std::string path_;
+  std::shared_ptr<const StackedModel> model_;
+  const GpuCatalog& catalog_;
+  std::string catalog_version_, model_version_;
+  mutable std::mutex mu_;
+  JobStore store_;
+  Calibration calibration_;
+};
+
+// Each measured pair of the store counts this many times among the training pairs: a pair of
+// the operator's own job on the operator's GPUs is worth more than one of 2022's bundled runs,
+// and 20 of them must move a fit of ~1,500 bundled pairs (docs/store.md, "fit --store").
+inline constexpr int kStorePairWeight = 3;
+
+struct StoreTraining {
+  std::size_t pairs = 0;                 // measured pairs added (before the weight)
+  std::vector<std::int64_t> rows;        // store row ids used
+  std::vector<std::string> refused;      // reasons
+};
+
+// Adds the accepted measured pairs of the store at `path` (read-only) to `dataset`/`pairs`,
+// repeated kStorePairWeight times; `checker` is the model the reused-key check predicts with.
+// Names the rows in dataset.source, which the model file keeps (training.dataset).
+StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,
+                                 Dataset& dataset, std::vector<RunPair>& pairs);
+
+// The stacked model as the reused-key check's predictor (pairs.hpp).
+[[nodiscard]] EpochPredictor model_epoch_predictor(const StackedModel& model, const GpuCatalog& catalog);
+
+}  // namespace epochcast
