@@ -79,7 +79,7 @@ void add_eval_command(CLI::App& app) {
     std::string data, test, catalog, protocol = "lomo", predictions;
     std::uint64_t seed = 42;
     bool json = false, progress = false, lenient = false, memory_features = false;
-    bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
+    bool no_prior = false, no_gpu_folds = false, linear_ridge = false, format5_prior = false, no_shrink = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("eval", "Cross-validate the stacked model (MAPE per learner and target GPU)");
@@ -88,13 +88,19 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--catalog", opt->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("--protocol", opt->protocol,
                   "kfold (5 folds grouped by workload), lomo (leave one CNN model out), "
-                  "logo (leave one GPU type out)")
-      ->check(CLI::IsMember({"kfold", "lomo", "logo"}));
+                  "logo (leave one GPU type out), public (the scaling prior on the public throughput table, "
+                  "leave one GPU type out)")
+      ->check(CLI::IsMember({"kfold", "lomo", "logo", "public"}));
   cmd->add_option("--seed", opt->seed, "random seed")->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
   cmd->add_flag("--no-prior", opt->no_prior,
                 "learners fit log(target/source) itself, not the correction to the Amdahl prior");
+  cmd->add_flag("--format5-prior", opt->format5_prior,
+                "model format 5's parameter-free prior (amdahl.memory_clock_split) in place of the scaling prior "
+                "calibrated on the public throughput table");
+  cmd->add_flag("--no-shrink", opt->no_shrink,
+                "trust the learned correction on GPUs outside the training GPUs' specs (no shrinking toward the prior)");
   cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
                 "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
   cmd->add_flag("--linear-ridge", opt->linear_ridge,
@@ -107,6 +113,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "print one JSON object");
   cmd->callback([opt] {
     keep_heap_slack();
+    if (opt->protocol == "public") return run_public_eval(opt->catalog, opt->json);
     // Opened first: a path that cannot be written fails before minutes of fitting, not after.
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> predictions(nullptr, &std::fclose);
     if (!opt->predictions.empty()) {
@@ -122,6 +129,8 @@ void add_eval_command(CLI::App& app) {
     fopt.seed = opt->seed;
     fopt.include_memory_features = opt->memory_features;
     fopt.residual_over_prior = !opt->no_prior;
+    fopt.calibrated_prior = !opt->format5_prior;
+    if (opt->no_shrink) fopt.shrink_span_log = 0;
     fopt.meta_gpu_folds = !opt->no_gpu_folds;
     if (opt->linear_ridge) {
       fopt.kernel_ridge = false;

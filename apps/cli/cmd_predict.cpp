@@ -29,6 +29,8 @@ struct PredictCliOptions {
   bool json = false;
   std::string html;
   std::string prices;
+  std::string catalog;
+  std::string precision = "auto";
   TraceInputOptions input;
 };
 
@@ -65,6 +67,7 @@ void run_predict(const PredictCliOptions& o) {
   ServiceConfig config;
   config.model_path = o.model;
   config.prices_path = o.prices;
+  config.gpu_catalog_path = o.catalog;
   // Fitting the default model on first use (about a minute) and long batches show progress.
   config.progress = terminal_progress();
   if (o.model.empty())
@@ -77,6 +80,7 @@ void run_predict(const PredictCliOptions& o) {
   request.epochs = o.epochs;
   request.source_epoch_s = o.epoch_s;
   request.min_detection_confidence = o.min_confidence;
+  request.precision = o.precision;
 
   if (batch) {
     const std::vector<BatchItem> items = service.predict_batch(paths, to_read_options(o.input), request);
@@ -130,6 +134,10 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");
   cmd->add_option("--prices", opts->prices, "price catalog CSV (default: the bundled data/prices.csv)");
+  cmd->add_option("--catalog", opts->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv; data/GPUS.md)");
+  cmd->add_option("--precision", opts->precision,
+                  "the job's precision: auto (fp32 code, TF32 where the GPU has it), fp32, tf32, fp16, bf16")
+      ->capture_default_str();
   add_trace_options(cmd, opts->input);
   cmd->callback([opts] {
     keep_heap_slack();  // fits the default model on first use

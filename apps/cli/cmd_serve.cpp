@@ -24,6 +24,7 @@ namespace {
 struct ServeArgs {
   std::string model;
   std::string prices;
+  std::string catalog;
   std::string listen = "127.0.0.1:8080";
   int max_body_mb = 256;
   int threads = 4;
@@ -44,6 +45,7 @@ void run_serve(const ServeArgs& a) {
   ServiceConfig config;
   config.model_path = a.model;
   config.prices_path = a.prices;
+  config.gpu_catalog_path = a.catalog;
   if (a.model.empty() && !a.quiet)
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
   const Service service(config);
@@ -103,6 +105,7 @@ void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "Serve detect and predict over HTTP (JSON API, docs/http_api.md)");
   cmd->add_option("--model", args->model, "model file from 'epochcast fit' (default: fitted from the bundled data)");
   cmd->add_option("--prices", args->prices, "price catalog CSV (default: the bundled data/prices.csv)");
+  cmd->add_option("--catalog", args->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("--listen", args->listen, "HOST:PORT, :PORT or PORT to listen on (port 0 picks a free one)")
       ->capture_default_str();
   cmd->add_option("--max-body-mb", args->max_body_mb, "largest upload accepted, MiB (larger: HTTP 413)")

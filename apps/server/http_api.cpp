@@ -150,6 +150,7 @@ Trace read_uploaded_trace(const Request& req, const Query& query) {
 PredictRequest predict_request(const Query& query) {
   PredictRequest r;
   if (const auto source = query.text("source_gpu")) r.source_gpu = *source;
+  if (const auto precision = query.text("precision")) r.precision = *precision;
   if (const auto list = query.text("gpus")) r.gpus = parse_gpu_list(*list, "query parameter 'gpus':");
   if (const auto epochs = query.integer("epochs", 1, 1000000)) r.epochs = *epochs;
   if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
@@ -278,7 +279,7 @@ void HttpApi::add_routes() {
     send_json(res, 200, j);
   }));
   const std::vector<std::string_view> predict_params = {
-      "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence"};
+      "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence", "precision"};
   s.Post("/v1/predict", guarded([&service, predict_params](const Request& req, Response& res) {
     const Query query(req, predict_params);
     const PredictRequest request = predict_request(query);

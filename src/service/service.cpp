@@ -12,6 +12,7 @@
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/features/feature_row.hpp"
 #include "epochcast/model/gpu_catalog.hpp"
+#include "epochcast/model/precision.hpp"
 #include "epochcast/service/prices.hpp"
 #include "uncertainty.hpp"
 #include "validation.hpp"
@@ -42,7 +43,9 @@ struct Service::Impl {
     if (const GpuSpec* spec = catalog.find(name)) return *spec;
     if (auto spec = catalog.match_smi_name(name)) return *spec;
     throw Error(ErrorCode::kNotFound,
-                fmt::format("unknown {} GPU '{}'; the catalog ({}) has: {}", what, name,
+                fmt::format("unknown {} GPU '{}'; nearest catalog ids: {} (add a row to the catalog, pass --catalog "
+                            "FILE, or name the GPU with --source-gpu ID); the catalog ({}) has: {}",
+                            what, name, fmt::join(catalog.nearest_ids(name), ", "),
                             catalog.source().empty() ? "data/gpus.csv" : catalog.source(), catalog.ids_joined()));
   }
 };
@@ -103,6 +106,16 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   report.epochs = request.epochs;
   report.model = s.model_label;
   report.validation = s.validation;
+  const Precision precision = parse_precision(request.precision);
+  report.precision = to_string(precision);
+  report.precision_rule = precision == Precision::kAuto
+                              ? kAutoPrecisionRule
+                              : fmt::format("{}: every GPU's {} peak (its FP32 rate where it has none, with a warning)",
+                                            to_string(precision),
+                                            precision == Precision::kFp32   ? "FP32"
+                                            : precision == Precision::kTf32 ? "TF32 tensor"
+                                            : precision == Precision::kFp16 ? "FP16 tensor"
+                                                                            : "BF16 tensor");
   report.source.trace = trace.source;
   for (const auto& w : trace.diagnostics.warnings) report.warnings.push_back(fmt::format("trace: {}", w));
 
@@ -215,7 +228,9 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
         p.interval_hi_s = std::max(p.interval_hi_s, e.end_s - e.start_s);
       }
     } else {
-      const Prediction raw = s.model->predict(features, source_epoch_s, source_spec, target);
+      const Prediction raw = s.model->predict(features, source_epoch_s, source_spec, target, precision);
+      if (const ComputePath path = compute_path(precision, target); !path.warning.empty())
+        report.warnings.push_back(path.warning);
       p.in_training_data = contains(trained_targets, target.id);
       const std::vector<UncertaintyTerm> extra =
           p.in_training_data ? std::vector<UncertaintyTerm>{} : unseen_target_terms(target, s.validation);

@@ -87,6 +87,8 @@ struct PredictReport {
   int epochs = 10;                     // N for usd_total
   ModelValidation validation;
   std::string model;                   // "default (bundled dataset)" or the model file
+  std::string precision = "auto";      // the job precision the predictions assume
+  std::string precision_rule;          // what it means: kAutoPrecisionRule or the named path
 
   [[nodiscard]] const GpuPrediction* find(const std::string& gpu) const {
     for (const auto& p : predictions)

@@ -35,6 +35,9 @@ struct PredictRequest {
   // Detection's bar for "found" (DetectOptions::min_confidence). Lower accepts weaker evidence;
   // the confidence still widens the intervals and is named in the warnings.
   double min_detection_confidence = 0.5;
+  // The job's precision: auto, fp32, tf32, fp16 or bf16 (docs/predict.md, "Precision"); an
+  // unknown word is an error listing the choices.
+  std::string precision = "auto";
 };
 
 // Time spent per stage of one predict, for the benchmark and --verbose.
