@@ -55,7 +55,7 @@ nlohmann::json scaling_prior_json(const StackedModel& m) {
   const ScalingPrior& s = m.scaling_prior();
   auto params = [](const ScalingParams& p) {
     return nlohmann::json{{"compute_exp", p.compute_exp}, {"bandwidth_exp", p.bandwidth_exp},
-                          {"power_exp", p.power_exp}, {"memory_share", p.memory_share},
+                          {"power_exp", p.power_exp}, {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share},
                           {"interval_q_log", p.interval_q_log}};
   };
   return {{"used", m.options().calibrated_prior && m.options().residual_over_prior},
@@ -168,9 +168,9 @@ void add_fit_command(CLI::App& app) {
                model.schema_hash(), opt->output);
     if (fopt.calibrated_prior && fopt.residual_over_prior)
       for (auto [name, p] : {std::pair{"fp32 code", model.scaling_prior().fp32_code}, std::pair{"mixed", model.scaling_prior().mixed}})
-        fmt::print("prior     {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}, "
+        fmt::print("prior     {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}, fixed_share {:.3f}, "
                    "90 % interval x/÷ {:.3f} (public table, leave one GPU out)\n",
-                   name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, std::exp(p.interval_q_log));
+                   name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, p.fixed_share, std::exp(p.interval_q_log));
     fmt::print("data      {}\nheld-out  {}\n", model.data_fingerprint(),
                validation.available ? "the bundled figures apply (same data, options and schema): " + validation.note
                                     : validation.note);

@@ -18,7 +18,7 @@ void run_public_eval(const std::string& catalog_path, bool json) {
       fmt::print(stderr, "epochcast: note: {}: {} row(s) skipped: '{}' is not in names.csv or the catalog\n",
                  table.source, n, name);
   const PublicEvalReport r = evaluate_public(table, catalog);
-  const ScalingPrior all = fit_scaling_prior(table, catalog).prior;
+  const ScalingPrior all = fit_scaling_prior(table, catalog, {}, false).prior;
   if (json) {
     nlohmann::json j;
     j["protocol"] = "public";
@@ -34,14 +34,14 @@ void run_public_eval(const std::string& catalog_path, bool json) {
     j["interval_coverage_pct"] = r.overall_coverage_pct;
     for (auto [name, p] : {std::pair{"fp16", all.mixed}, std::pair{"tf32", all.fp32_code}})
       j["fitted_on_all"][name] = {{"compute_exp", p.compute_exp}, {"bandwidth_exp", p.bandwidth_exp},
-                                  {"power_exp", p.power_exp}, {"memory_share", p.memory_share}};
+                                  {"power_exp", p.power_exp}, {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share}};
     std::cout << j.dump(2) << "\n";
     return;
   }
   fmt::print("protocol public: {} ({} rows, {} skipped); leave one GPU type out, error of the predicted time ratio\n",
              r.table, table.rows.size(), table.rows_skipped());
   fmt::print("{:<16} {:<5} {:>6}  {:>10} {:>10} {:>10} {:>10}  {:>8}\n", "held-out GPU", "prec", "ratios", "calibrated",
-             "one-pos", "spec", "format5", "cover90");
+             "known", "spec", "format5", "cover90");
   fmt::print("{:<16} {:<5} {:>6}  {:>10} {:>10} {:>10} {:>10}  {:>8}\n", "", "", "", "med/mean%", "med/mean%",
              "med/mean%", "med/mean%", "%");
   for (const auto& c : r.cells) {
@@ -55,8 +55,8 @@ void run_public_eval(const std::string& catalog_path, bool json) {
     fmt::print("; 90 % interval coverage {:.1f} %\n", r.overall_coverage_pct.at(family));
   }
   for (auto [name, p] : {std::pair{"fp16", all.mixed}, std::pair{"tf32", all.fp32_code}})
-    fmt::print("fitted on all GPUs, {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}\n",
-               name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share);
+    fmt::print("fitted on all GPUs, {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}, fixed_share {:.3f}\n",
+               name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, p.fixed_share);
 }
 
 }  // namespace epochcast::cli

@@ -50,7 +50,7 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
   const auto means = table.mean_throughput();
   const GpuSpec* reference = catalog.find("a100-80gb");
   // Spec ratios as published: every ratio fully realised, half the busy time memory-bound.
-  const ScalingParams spec_sheet{.compute_exp = 1.0, .bandwidth_exp = 1.0, .power_exp = 0.0, .memory_share = 0.5, .interval_q_log = 0.0};
+  const ScalingParams spec_sheet{.compute_exp = 1.0, .bandwidth_exp = 1.0, .power_exp = 0.0, .memory_share = 0.5, .fixed_share = 0.0, .interval_q_log = 0.0};
   // Per (gpu, family): log errors of the calibrated prior, for the nested interval check.
   std::map<std::pair<std::string, std::string>, std::vector<double>> held_errors;
   std::map<std::string, std::map<std::string, std::vector<double>>> all_errors;  // family -> prior -> %
@@ -70,22 +70,21 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
           const GpuSpec& o = *catalog.find(other);
           const double truth = std::log(thr_o / thr_h);  // time on held / time on other
           auto level = [&](const ScalingFit& f, const GpuSpec& g) {
-            const auto& [m, idle] = f.workload_position.at({cls, workload});
-            return scaling_log_ratio(f.prior.params(cls), {1.0 - idle, m}, *reference, g, precision);
+            return busy_level_log(f.workload_params.at({cls, workload}), 1.0, *reference, g, precision);
           };
           const double pa = level(a, h) - level(a, o), pb = level(b, h) - level(b, o);
-          const double ps = scaling_log_ratio(spec_sheet, {1.0, NAN}, o, h, precision);
+          const double ps = scaling_log_ratio(spec_sheet, 1.0, o, o, h, precision);  // shares on the source
           const double pf = std::log(0.5 * o.memory_bandwidth_gbs / h.memory_bandwidth_gbs +
                                      0.5 * o.fp32_tflops / h.fp32_tflops);
-          const double preds[] = {pa, pb, ps, pf};
+          const double preds[] = {pb, pa, ps, pf};
           for (std::size_t k = 0; k < kPublicEvalPriors.size(); ++k)
           {
             const double e = 100.0 * std::abs(std::exp(preds[k] - truth) - 1.0);
             errs[kPublicEvalPriors[k]].push_back(e);
             all_errors[family_name(cls)][kPublicEvalPriors[k]].push_back(e);
           }
-          held_errors[{held, cell.family}].push_back(pa - truth);
-          rep.calibrated_log_errors[cell.family].push_back(pa - truth);
+          held_errors[{held, cell.family}].push_back(pb - truth);
+          rep.calibrated_log_errors[cell.family].push_back(pb - truth);
           ++cell.ratios;
         }
       }

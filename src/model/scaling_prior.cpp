@@ -16,9 +16,9 @@ namespace {
 // Realised exponents are kept inside [0, kMaxExponent]: a spec ratio is never realised in
 // reverse, and more than 1.5x its log would be a fit chasing one GPU.
 constexpr double kMaxExponent = 1.0;
-// The idle share of a workload on the reference GPU stays below 90 %: the public workloads are
-// synthetic-data benchmarks that keep the GPU busy.
-constexpr double kMaxIdle = 0.9;
+// The fixed (non-scaling) share of busy time stays below 90 %: a job that gains nothing from a
+// faster GPU is not what the public benchmarks measure.
+constexpr double kMaxFixed = 0.9;
 // Soft-L1 scale (log units): residuals beyond ~5 % count linearly, so one odd GPU/workload cell
 // does not pull the family.
 constexpr double kRobustScale = 0.05;
@@ -52,21 +52,22 @@ ScalingParams params_of(const Eigen::VectorXd& th) {
   return p;
 }
 
-JobPosition position_of(const Eigen::VectorXd& th, std::size_t w, bool per_workload) {
+ScalingParams workload_params_of(const Eigen::VectorXd& th, std::size_t w, bool per_workload) {
+  ScalingParams p = params_of(th);
   const std::size_t k = 3 + 2 * (per_workload ? w : 0);
-  const double idle = kMaxIdle * sigmoid(th[static_cast<Eigen::Index>(k + 1)]);
-  return {1.0 - idle, sigmoid(th[static_cast<Eigen::Index>(k)]) * (1.0 - idle)};
+  p.fixed_share = kMaxFixed * sigmoid(th[static_cast<Eigen::Index>(k + 1)]);
+  p.memory_share = sigmoid(th[static_cast<Eigen::Index>(k)]) * (1.0 - p.fixed_share);
+  return p;
 }
 
 Eigen::VectorXd residuals(const Problem& pr, const Eigen::VectorXd& th) {
-  const ScalingParams p = params_of(th);
   Eigen::VectorXd r(static_cast<Eigen::Index>(pr.obs.size()));
   std::vector<double> sum(pr.workloads.size(), 0.0);
   std::vector<int> n(pr.workloads.size(), 0);
   for (std::size_t i = 0; i < pr.obs.size(); ++i) {
     const Obs& o = pr.obs[i];
-    const double level = scaling_log_ratio(p, position_of(th, o.workload, pr.per_workload), *pr.reference, *o.gpu,
-                                           pr.precision);
+    const double level = busy_level_log(workload_params_of(th, o.workload, pr.per_workload), 1.0, *pr.reference,
+                                        *o.gpu, pr.precision);
     r[static_cast<Eigen::Index>(i)] = o.log_time - level;
     sum[o.workload] += r[static_cast<Eigen::Index>(i)];
     ++n[o.workload];
@@ -126,10 +127,17 @@ Eigen::VectorXd solve(const Problem& pr) {
 
 }  // namespace
 
-double scaling_log_ratio(const ScalingParams& p, const JobPosition& job, const GpuSpec& source, const GpuSpec& target,
-                         Precision precision) {
-  const double u = std::isfinite(job.busy) ? std::clamp(job.busy, 0.0, 1.0) : 1.0;
-  const double m = std::isfinite(job.memory) ? std::clamp(job.memory, 0.0, u) : p.memory_share * u;
+double scaling_log_ratio(const ScalingParams& p, double busy, const GpuSpec& reference, const GpuSpec& source,
+                         const GpuSpec& target, Precision precision) {
+  const double u = std::isfinite(busy) ? std::clamp(busy, 0.0, 1.0) : 1.0;
+  const double busy_ratio =
+      std::exp(busy_level_log(p, u, reference, target, precision) - busy_level_log(p, u, reference, source, precision));
+  return std::log((1.0 - u) + u * busy_ratio);
+}
+
+double busy_level_log(const ScalingParams& p, double busy, const GpuSpec& source, const GpuSpec& target,
+                      Precision precision) {
+  const double u = std::isfinite(busy) ? std::clamp(busy, 0.0, 1.0) : 1.0;
   const double compute = compute_path(precision, target).tflops / compute_path(precision, source).tflops;
   const double bandwidth = target.memory_bandwidth_gbs / source.memory_bandwidth_gbs;
   const double power = source.tdp_w > 0 && target.tdp_w > 0 ? target.tdp_w / source.tdp_w : 1.0;
@@ -138,7 +146,8 @@ double scaling_log_ratio(const ScalingParams& p, const JobPosition& job, const G
                            : 1.0;
   const double realised = std::pow(compute, p.compute_exp) * std::pow(power, p.power_exp);
   const double compute_speedup = std::pow(realised, u) * std::pow(clock, 1.0 - u);
-  return std::log((1.0 - u) + m * std::pow(bandwidth, -p.bandwidth_exp) + (u - m) / compute_speedup);
+  const double f = p.fixed_share, m = p.memory_share, c = std::max(0.0, 1.0 - f - m);
+  return std::log(f + m * std::pow(bandwidth, -p.bandwidth_exp) + c / compute_speedup);
 }
 
 ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog, const std::string& exclude_gpu,
@@ -167,16 +176,12 @@ ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog
                   "the public throughput table has too few measurements to fit the scaling prior (" +
                       std::to_string(pr.obs.size()) + " for " + std::to_string(pr.size()) + " numbers)");
     const Eigen::VectorXd th = solve(pr);
-    ScalingParams p = params_of(th);
-    std::vector<double> shares;
-    for (std::size_t w = 0; w < pr.workloads.size(); ++w) {
-      const JobPosition pos = position_of(th, w, per_workload_position);
-      out.workload_position[{cls, pr.workloads[w]}] = {pos.memory, 1.0 - pos.busy};
-      shares.push_back(pos.memory / pos.busy);
-    }
-    std::nth_element(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(shares.size() / 2), shares.end());
-    p.memory_share = shares[shares.size() / 2];  // the median workload's memory share of busy time
+    for (std::size_t w = 0; w < pr.workloads.size(); ++w)
+      out.workload_params[{cls, pr.workloads[w]}] = workload_params_of(th, w, per_workload_position);
+    // The family's own shares (one position), or with one position per workload the first's.
+    const ScalingParams p = workload_params_of(th, 0, per_workload_position);
     (cls == PrecisionClass::kMixed ? out.prior.mixed : out.prior.fp32_code) = p;
+    out.prior.reference = *reference;
     out.rows_used += pr.obs.size();
   }
   out.prior.fitted_on = table.source + ": " + std::to_string(gpus.size()) + " GPU types, " +
@@ -190,7 +195,7 @@ const ScalingPrior& calibrated_scaling_prior() {
     const GpuCatalog catalog = load_gpu_catalog(default_gpu_catalog_path());
     const PublicTable table =
         load_public_throughput(default_public_throughput_path(), default_public_names_path(), catalog);
-    ScalingPrior p = fit_scaling_prior(table, catalog).prior;
+    ScalingPrior p = fit_scaling_prior(table, catalog, {}, false).prior;
     const PublicEvalReport logo = evaluate_public(table, catalog);
     p.fp32_code.interval_q_log = logo.interval_q_log(PrecisionClass::kFp32Code);
     p.mixed.interval_q_log = logo.interval_q_log(PrecisionClass::kMixed);

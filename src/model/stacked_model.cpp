@@ -51,14 +51,39 @@ std::vector<double> shrink_specs(const GpuSpec& g) {
 
 nlohmann::json scaling_params_json(const ScalingParams& p) {
   return {{"compute_exp", p.compute_exp},     {"bandwidth_exp", p.bandwidth_exp}, {"power_exp", p.power_exp},
-          {"memory_share", p.memory_share}, {"interval_q_log", p.interval_q_log}};
+          {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share}, {"interval_q_log", p.interval_q_log}};
 }
 ScalingParams scaling_params_from_json(const nlohmann::json& j) {
   return {.compute_exp = j.at("compute_exp").get<double>(),
           .bandwidth_exp = j.at("bandwidth_exp").get<double>(),
           .power_exp = j.at("power_exp").get<double>(),
           .memory_share = j.at("memory_share").get<double>(),
+          .fixed_share = j.at("fixed_share").get<double>(),
           .interval_q_log = j.at("interval_q_log").get<double>()};
+}
+
+// The scaling prior's reference GPU: the figures busy_level_log reads.
+nlohmann::json reference_to_json(const GpuSpec& g) {
+  return {{"id", g.id},
+          {"fp32_tflops", g.fp32_tflops},
+          {"tensor_fp16_tflops", g.tensor_fp16_tflops},
+          {"tensor_tf32_tflops", g.tensor_tf32_tflops},
+          {"tensor_bf16_tflops", g.tensor_bf16_tflops},
+          {"memory_bandwidth_gbs", g.memory_bandwidth_gbs},
+          {"max_sm_clock_mhz", g.max_sm_clock_mhz},
+          {"tdp_w", g.tdp_w}};
+}
+GpuSpec reference_from_json(const nlohmann::json& j) {
+  GpuSpec g;
+  g.id = j.at("id").get<std::string>();
+  g.fp32_tflops = j.at("fp32_tflops").get<double>();
+  g.tensor_fp16_tflops = j.at("tensor_fp16_tflops").get<double>();
+  g.tensor_tf32_tflops = j.at("tensor_tf32_tflops").get<double>();
+  g.tensor_bf16_tflops = j.at("tensor_bf16_tflops").get<double>();
+  g.memory_bandwidth_gbs = j.at("memory_bandwidth_gbs").get<double>();
+  g.max_sm_clock_mhz = j.at("max_sm_clock_mhz").get<double>();
+  g.tdp_w = j.at("tdp_w").get<double>();
+  return g;
 }
 
 LearnerConfig learner_config(const FitOptions& o) {
@@ -297,8 +322,8 @@ double StackedModel::prior_log_ratio_for(const FeatureRow& f, std::span<const do
                                          const GpuSpec& target, Precision precision) const {
   if (!options_.residual_over_prior) return 0.0;
   if (!options_.calibrated_prior) return prior_log_ratio(pair_schema(options_.include_memory_features), x);
-  const JobPosition job{f.get(Metric::kGpuUtil, Stat::kMean) / 100.0, f.get(Metric::kMemUtil, Stat::kMean) / 100.0};
-  return scaling_log_ratio(scaling_prior_.params(precision_class(precision)), job, source, target, precision);
+  return scaling_log_ratio(scaling_prior_.params(precision_class(precision)), f.get(Metric::kGpuUtil, Stat::kMean) / 100.0,
+                           scaling_prior_.reference, source, target, precision);
 }
 
 double StackedModel::correction_shrink(const GpuSpec& source, const GpuSpec& target) const {
@@ -765,6 +790,7 @@ std::string model_to_json(const StackedModel& m) {
                                                 : "amdahl.memory_clock_split"},
       {"scaling_prior",
        {{"fitted_on", m.scaling_prior_.fitted_on},
+        {"reference", reference_to_json(m.scaling_prior_.reference)},
         {"fp32_code", scaling_params_json(m.scaling_prior_.fp32_code)},
         {"mixed", scaling_params_json(m.scaling_prior_.mixed)}}},
       {"interval",
@@ -911,6 +937,7 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       throw Error(ErrorCode::kParse, "training.spec_log_lo/hi must hold 3 numbers", {name, 0, 0, "spec_log_lo"});
     const auto& sp = j.at("scaling_prior");
     m.scaling_prior_.fitted_on = sp.at("fitted_on").get<std::string>();
+    m.scaling_prior_.reference = reference_from_json(sp.at("reference"));
     m.scaling_prior_.fp32_code = scaling_params_from_json(sp.at("fp32_code"));
     m.scaling_prior_.mixed = scaling_params_from_json(sp.at("mixed"));
     m.feature_min_ = doubles_from_json(t.at("feature_min"));

@@ -15,8 +15,8 @@ namespace epochcast {
 
 // The priors compared, in report order.
 inline const std::vector<std::string> kPublicEvalPriors = {
-    "calibrated",               // fitted family, each workload's position fitted on the other GPUs
-    "calibrated_one_position",  // fitted family, one position per precision (a job with no metrics)
+    "calibrated",                // the fitted family, one pair of shares per precision: what predict uses
+    "workload_shares_known",     // the family with each workload's shares fitted on the other GPUs (a bound)
     "spec_sheet",               // precision-aware spec ratios, nothing fitted (exponents 1, half memory)
     "format5_prior",            // today's amdahl.memory_clock_split at busy 1, memory 0.5: FP32 and bandwidth
 };
@@ -26,7 +26,7 @@ struct PublicEvalCell {
   std::string family;          // "fp16" (mixed precision) or "tf32" (fp32 code)
   std::size_t ratios = 0;
   std::map<std::string, double> median_pct, mean_pct;  // by prior name
-  double coverage_pct = 0;     // calibrated: share inside its 90 % interval (q from the other GPUs)
+  double coverage_pct = 0;     // calibrated (predict's): share inside its 90 % interval (q from the other GPUs)
 };
 
 struct PublicEvalReport {

@@ -22,43 +22,49 @@ struct ScalingParams {
   double compute_exp = 1;    // realised share of the compute-peak ratio (log-space exponent)
   double bandwidth_exp = 1;  // realised share of the bandwidth ratio
   double power_exp = 0;      // exponent of the power-limit ratio on the compute share
-  double memory_share = 0.5; // memory-bound share of busy time when the trace does not tell
+  double memory_share = 0.5; // memory-bound share of the busy time (scales with bandwidth)
+  double fixed_share = 0;    // share of the busy time that does not scale (launch- and latency-bound)
   double interval_q_log = 0; // 90 % of leave-one-GPU-out |log error| on the public table (0: unknown)
 };
 
 struct ScalingPrior {
   ScalingParams fp32_code, mixed;
+  // The GPU the shares are measured on (a100-80gb of the bundled catalog): a job's busy time on
+  // GPU g relative to it is busy_level_log(…, reference, g, …).
+  GpuSpec reference;
   std::string fitted_on;     // "data/public-throughput/lambda_pytorch_1gpu.csv: 12 GPU types, 338 rows"
   [[nodiscard]] const ScalingParams& params(PrecisionClass c) const {
     return c == PrecisionClass::kMixed ? mixed : fp32_code;
   }
 };
 
-// Where on the family a job sits, from its source trace: busy = mean utilization.gpu / 100,
-// memory = mean utilization.memory / 100 (capped at busy; NaN: use the fitted share).
-struct JobPosition {
-  double busy = 1;
-  double memory = NAN;
-};
-
-// log(target time / source time). The compute ratio moves from the SM-clock ratio (a mostly idle
-// GPU runs small latency-bound kernels) to the realised peak ratio (a GPU busy all the time), as
-// format 4's prior did. Finite whenever both GPUs have positive FP32 and bandwidth.
-[[nodiscard]] double scaling_log_ratio(const ScalingParams& p, const JobPosition& job, const GpuSpec& source,
-                                       const GpuSpec& target, Precision precision);
+// log of a job's busy time on `gpu` relative to `reference`: on the reference it splits by the
+// fitted shares into fixed, memory-bound and compute-bound parts; the memory part scales with the
+// bandwidth ratio^bandwidth_exp, the compute part with the realised compute ratio (peak^compute_exp
+// x power limit^power_exp), which moves toward the SM-clock ratio as `busy` falls (a mostly idle
+// GPU runs small latency-bound kernels), as format 4's prior did.
+[[nodiscard]] double busy_level_log(const ScalingParams& p, double busy, const GpuSpec& reference, const GpuSpec& gpu,
+                                    Precision precision);
+// log(target time / source time) of a job whose GPU is busy (mean utilization.gpu / 100; NaN: 1)
+// that share of the source epoch: the idle rest does not scale, the busy rest by
+// exp(busy_level_log(target) − busy_level_log(source)). utilization.memory is not used: nothing
+// public ties it to the shares. Finite whenever the GPUs have positive peaks and bandwidth.
+[[nodiscard]] double scaling_log_ratio(const ScalingParams& p, double busy, const GpuSpec& reference,
+                                       const GpuSpec& source, const GpuSpec& target, Precision precision);
 
 // Fits both families on the table (optionally without one GPU type: the leave-one-out protocol).
-// per_workload_position: each workload's memory and idle shares are fitted too (as a trace's
-// metrics would place it); else one position per family. Deterministic.
+// per_workload_position: each workload's memory and fixed shares are fitted too (the best a
+// job's position could be known: an upper bound for the evaluation); else one pair of shares
+// per family, what predict uses. Deterministic.
 struct ScalingFit {
   ScalingPrior prior;
-  // Fitted (memory share, idle share) of each workload per family, for the evaluation.
-  std::map<std::pair<PrecisionClass, std::string>, std::pair<double, double>> workload_position;
+  // Each workload's parameters (the family's exponents, its own shares) per family.
+  std::map<std::pair<PrecisionClass, std::string>, ScalingParams> workload_params;
   std::size_t rows_used = 0;
 };
 [[nodiscard]] ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog,
                                            const std::string& exclude_gpu = {},
-                                           bool per_workload_position = true);
+                                           bool per_workload_position = false);
 
 // The prior `fit` uses: fitted on the bundled public table with the bundled catalog (the table's
 // GPU ids are its ids), each family's interval from its leave-one-GPU-out errors
