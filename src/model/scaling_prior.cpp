@@ -16,6 +16,8 @@ namespace {
 // Realised exponents are kept inside [0, kMaxExponent]: a spec ratio is never realised in
 // reverse, and more than 1.5x its log would be a fit chasing one GPU.
 constexpr double kMaxExponent = 1.0;
+// The power-limit exponent, bounded as the others.
+constexpr double kMaxPowerExp = kMaxExponent;
 // The fixed (non-scaling) share of busy time stays below 90 %: a job that gains nothing from a
 // faster GPU is not what the public benchmarks measure.
 constexpr double kMaxFixed = 0.9;
@@ -41,6 +43,7 @@ struct Problem {
   std::vector<std::string> workloads;
   std::vector<Obs> obs;
   bool per_workload;
+  double power_min_w = 0, power_max_w = 0;  // of the GPUs in obs
   [[nodiscard]] std::size_t size() const { return 3 + 2 * (per_workload ? workloads.size() : 1); }
 };
 
@@ -48,12 +51,13 @@ ScalingParams params_of(const Eigen::VectorXd& th) {
   ScalingParams p;
   p.compute_exp = std::clamp(th[0], 0.0, kMaxExponent);
   p.bandwidth_exp = std::clamp(th[1], 0.0, kMaxExponent);
-  p.power_exp = std::clamp(th[2], 0.0, kMaxExponent);
+  p.power_exp = std::clamp(th[2], 0.0, kMaxPowerExp);
   return p;
 }
 
-ScalingParams workload_params_of(const Eigen::VectorXd& th, std::size_t w, bool per_workload) {
+ScalingParams workload_params_of(const Problem& pr, const Eigen::VectorXd& th, std::size_t w, bool per_workload) {
   ScalingParams p = params_of(th);
+  p.power_min_w = pr.power_min_w, p.power_max_w = pr.power_max_w;
   const std::size_t k = 3 + 2 * (per_workload ? w : 0);
   p.fixed_share = kMaxFixed * sigmoid(th[static_cast<Eigen::Index>(k + 1)]);
   p.memory_share = sigmoid(th[static_cast<Eigen::Index>(k)]) * (1.0 - p.fixed_share);
@@ -66,7 +70,7 @@ Eigen::VectorXd residuals(const Problem& pr, const Eigen::VectorXd& th) {
   std::vector<int> n(pr.workloads.size(), 0);
   for (std::size_t i = 0; i < pr.obs.size(); ++i) {
     const Obs& o = pr.obs[i];
-    const double level = busy_level_log(workload_params_of(th, o.workload, pr.per_workload), 1.0, *pr.reference,
+    const double level = busy_level_log(workload_params_of(pr, th, o.workload, pr.per_workload), 1.0, *pr.reference,
                                         *o.gpu, pr.precision);
     r[static_cast<Eigen::Index>(i)] = o.log_time - level;
     sum[o.workload] += r[static_cast<Eigen::Index>(i)];
@@ -109,7 +113,8 @@ Eigen::VectorXd solve(const Problem& pr) {
       A.diagonal().array() += lambda * (JtWJ.diagonal().array() + 1e-9);
       Eigen::VectorXd step = A.ldlt().solve(-g);
       Eigen::VectorXd next = th + step;
-      for (int k = 0; k < 3; ++k) next[k] = std::clamp(next[k], 0.0, kMaxExponent);
+      for (int k = 0; k < 2; ++k) next[k] = std::clamp(next[k], 0.0, kMaxExponent);
+      next[2] = std::clamp(next[2], 0.0, kMaxPowerExp);
       const double c = cost(next);
       if (std::isfinite(c) && c < current) {
         const double gain = current - c;
@@ -140,7 +145,10 @@ double busy_level_log(const ScalingParams& p, double busy, const GpuSpec& source
   const double u = std::isfinite(busy) ? std::clamp(busy, 0.0, 1.0) : 1.0;
   const double compute = compute_path(precision, target).tflops / compute_path(precision, source).tflops;
   const double bandwidth = target.memory_bandwidth_gbs / source.memory_bandwidth_gbs;
-  const double power = source.tdp_w > 0 && target.tdp_w > 0 ? target.tdp_w / source.tdp_w : 1.0;
+  auto watts = [&](const GpuSpec& g) {
+    return p.power_max_w > 0 ? std::clamp(g.tdp_w, p.power_min_w, p.power_max_w) : g.tdp_w;
+  };
+  const double power = source.tdp_w > 0 && target.tdp_w > 0 ? watts(target) / watts(source) : 1.0;
   const double clock = source.max_sm_clock_mhz > 0 && target.max_sm_clock_mhz > 0
                            ? target.max_sm_clock_mhz / source.max_sm_clock_mhz
                            : 1.0;
@@ -170,6 +178,9 @@ ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog
       if (it == pr.workloads.end()) it = pr.workloads.insert(pr.workloads.end(), workload);
       pr.obs.push_back({static_cast<std::size_t>(it - pr.workloads.begin()), catalog.find(gpu), -std::log(thr)});
       gpus.insert(gpu);
+      const double w = catalog.find(gpu)->tdp_w;
+      pr.power_min_w = pr.power_min_w > 0 ? std::min(pr.power_min_w, w) : w;
+      pr.power_max_w = std::max(pr.power_max_w, w);
     }
     if (pr.obs.size() < pr.size() + 2)
       throw Error(ErrorCode::kInvalidArgument,
@@ -177,9 +188,9 @@ ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog
                       std::to_string(pr.obs.size()) + " for " + std::to_string(pr.size()) + " numbers)");
     const Eigen::VectorXd th = solve(pr);
     for (std::size_t w = 0; w < pr.workloads.size(); ++w)
-      out.workload_params[{cls, pr.workloads[w]}] = workload_params_of(th, w, per_workload_position);
+      out.workload_params[{cls, pr.workloads[w]}] = workload_params_of(pr, th, w, per_workload_position);
     // The family's own shares (one position), or with one position per workload the first's.
-    const ScalingParams p = workload_params_of(th, 0, per_workload_position);
+    const ScalingParams p = workload_params_of(pr, th, 0, per_workload_position);
     (cls == PrecisionClass::kMixed ? out.prior.mixed : out.prior.fp32_code) = p;
     out.prior.reference = *reference;
     out.rows_used += pr.obs.size();

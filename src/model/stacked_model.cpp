@@ -51,7 +51,8 @@ std::vector<double> shrink_specs(const GpuSpec& g) {
 
 nlohmann::json scaling_params_json(const ScalingParams& p) {
   return {{"compute_exp", p.compute_exp},     {"bandwidth_exp", p.bandwidth_exp}, {"power_exp", p.power_exp},
-          {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share}, {"interval_q_log", p.interval_q_log}};
+          {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share},
+          {"power_min_w", p.power_min_w},   {"power_max_w", p.power_max_w},     {"interval_q_log", p.interval_q_log}};
 }
 ScalingParams scaling_params_from_json(const nlohmann::json& j) {
   return {.compute_exp = j.at("compute_exp").get<double>(),
@@ -59,6 +60,8 @@ ScalingParams scaling_params_from_json(const nlohmann::json& j) {
           .power_exp = j.at("power_exp").get<double>(),
           .memory_share = j.at("memory_share").get<double>(),
           .fixed_share = j.at("fixed_share").get<double>(),
+          .power_min_w = j.at("power_min_w").get<double>(),
+          .power_max_w = j.at("power_max_w").get<double>(),
           .interval_q_log = j.at("interval_q_log").get<double>()};
 }
 
@@ -321,9 +324,14 @@ std::vector<std::string> StackedModel::learner_names() const {
 double StackedModel::prior_log_ratio_for(const FeatureRow& f, std::span<const double> x, const GpuSpec& source,
                                          const GpuSpec& target, Precision precision) const {
   if (!options_.residual_over_prior) return 0.0;
-  if (!options_.calibrated_prior) return prior_log_ratio(pair_schema(options_.include_memory_features), x);
-  return scaling_log_ratio(scaling_prior_.params(precision_class(precision)), f.get(Metric::kGpuUtil, Stat::kMean) / 100.0,
-                           scaling_prior_.reference, source, target, precision);
+  const double fitted = prior_log_ratio(pair_schema(options_.include_memory_features), x);
+  if (!options_.calibrated_prior) return fitted;
+  // Inside the training GPUs' range the correction was fitted over format 5's prior: keep that
+  // pair; outside, hand over to the prior calibrated on the public table as the correction is shrunk.
+  const double s = correction_shrink(source, target);
+  if (s >= 1.0) return fitted;
+  return s * fitted + (1.0 - s) * scaling_log_ratio(scaling_prior_.params(precision_class(precision)), f.get(Metric::kGpuUtil, Stat::kMean) / 100.0,
+                                                    scaling_prior_.reference, source, target, precision);
 }
 
 double StackedModel::correction_shrink(const GpuSpec& source, const GpuSpec& target) const {
@@ -546,7 +554,7 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     throw Error(ErrorCode::kInvalidArgument, "interval level must be in (0, 1)");
   const PairSchema& schema = pair_schema(options.include_memory_features);
   const std::size_t n = pairs.size(), p = schema.names.size();
-  StackedModel model_prior;  // only its options and scaling prior: the prior of each training pair
+  StackedModel model_prior;  // holds the scaling prior until the model is assembled
   model_prior.options_ = options;
   if (options.calibrated_prior) model_prior.scaling_prior_ = calibrated_scaling_prior();
   Matrix x(n, p);
@@ -561,8 +569,9 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     if (!sg || !tg)
       throw Error(ErrorCode::kNotFound, "GPU '" + (sg ? t.gpu_id : s.gpu_id) + "' is not in the catalog");
     pair_features(schema, s.features, s.epoch_s, *sg, *tg, x.row(i));
-    // The bundled dataset is fp32 TensorFlow code: the auto rule (TF32 where the GPU has it).
-    prior[i] = model_prior.prior_log_ratio_for(s.features, x.row(i), *sg, *tg, Precision::kAuto);
+    // The correction is fitted over format 5's prior (amdahl.memory_clock_split): between the
+    // training GPUs the calibrated prior is not used (prior_log_ratio_for).
+    if (options.residual_over_prior) prior[i] = prior_log_ratio(schema, x.row(i));
     y[i] = std::log(t.epoch_s / s.epoch_s) - prior[i];  // what the learners fit
     group[i] = options.group_folds_by_model ? s.model : s.workload;
     source_gpu[i] = s.gpu_id;

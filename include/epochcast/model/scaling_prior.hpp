@@ -24,6 +24,9 @@ struct ScalingParams {
   double power_exp = 0;      // exponent of the power-limit ratio on the compute share
   double memory_share = 0.5; // memory-bound share of the busy time (scales with bandwidth)
   double fixed_share = 0;    // share of the busy time that does not scale (launch- and latency-bound)
+  // Power limits are clamped to the range of the GPUs the exponent was fitted on (0: no clamp):
+  // a fitted term is not extrapolated (a 70 W T4 is read as the table's lowest, 150 W).
+  double power_min_w = 0, power_max_w = 0;
   double interval_q_log = 0; // 90 % of leave-one-GPU-out |log error| on the public table (0: unknown)
 };
 
