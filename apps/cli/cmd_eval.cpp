@@ -109,7 +109,7 @@ void add_eval_command(CLI::App& app) {
     std::string data, test, catalog, protocol = "lomo", predictions, store, model;
     std::uint64_t seed = 42;
     bool json = false, progress = false, lenient = false, memory_features = false;
-    bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
+    bool no_prior = false, no_gpu_folds = false, linear_ridge = false, format5_prior = false, no_shrink = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("eval", "Cross-validate the stacked model (MAPE per learner and target GPU)");
@@ -118,13 +118,19 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--catalog", opt->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("--protocol", opt->protocol,
                   "kfold (5 folds grouped by workload), lomo (leave one CNN model out), "
-                  "logo (leave one GPU type out)")
-      ->check(CLI::IsMember({"kfold", "lomo", "logo"}));
+                  "logo (leave one GPU type out), public (the scaling prior on the public throughput table, "
+                  "leave one GPU type out)")
+      ->check(CLI::IsMember({"kfold", "lomo", "logo", "public"}));
   cmd->add_option("--seed", opt->seed, "random seed")->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
   cmd->add_flag("--no-prior", opt->no_prior,
                 "learners fit log(target/source) itself, not the correction to the Amdahl prior");
+  cmd->add_flag("--format5-prior", opt->format5_prior,
+                "model format 5's parameter-free prior (amdahl.memory_clock_split) in place of the scaling prior "
+                "calibrated on the public throughput table");
+  cmd->add_flag("--no-shrink", opt->no_shrink,
+                "trust the learned correction on GPUs outside the training GPUs' specs (no shrinking toward the prior)");
   cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
                 "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
   cmd->add_flag("--linear-ridge", opt->linear_ridge,
@@ -141,6 +147,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--model", opt->model, "with --store: the model to score (default: the bundled one)");
   cmd->callback([opt] {
     keep_heap_slack();
+    if (opt->protocol == "public") return run_public_eval(opt->catalog, opt->json);
     if (!opt->store.empty()) {
       ServiceConfig config;
       config.model_path = opt->model;
@@ -184,6 +191,8 @@ void add_eval_command(CLI::App& app) {
     request.fit.residual_over_prior = !opt->no_prior;
     request.fit.gpu_folds = !opt->no_gpu_folds;
     request.fit.linear_ridge = opt->linear_ridge;
+    request.fit.calibrated_prior = !opt->format5_prior;
+    request.fit.shrink = !opt->no_shrink;
     request.protocol = opt->protocol;
     request.test_path = opt->test;
     ServiceConfig config;

@@ -34,12 +34,25 @@ ProgressFn terminal_progress(bool enabled) {
 
 }  // namespace
 
+namespace {
+nlohmann::json scaling_prior_json(const StackedModel& m) {
+  const ScalingPrior& s = m.scaling_prior();
+  auto params = [](const ScalingParams& p) {
+    return nlohmann::json{{"compute_exp", p.compute_exp}, {"bandwidth_exp", p.bandwidth_exp},
+                          {"power_exp", p.power_exp}, {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share},
+                          {"interval_q_log", p.interval_q_log}};
+  };
+  return {{"used", m.options().calibrated_prior && m.options().residual_over_prior},
+          {"fitted_on", s.fitted_on}, {"fp32_code", params(s.fp32_code)}, {"mixed", params(s.mixed)}};
+}
+}  // namespace
+
 void add_fit_command(CLI::App& app) {
   struct Options {
     std::string data, catalog, output, store;
     std::uint64_t seed = 42;
     bool progress = false, json = false, lenient = false, memory_features = false;
-    bool no_prior = false, no_gpu_folds = false, linear_ridge = false;
+    bool no_prior = false, no_gpu_folds = false, linear_ridge = false, format5_prior = false, no_shrink = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("fit", "Fit the stacked model on a dataset and save it");
@@ -53,6 +66,11 @@ void add_fit_command(CLI::App& app) {
                 "also use memory used/free/total (framework-dependent; off by default)");
   cmd->add_flag("--no-prior", opt->no_prior,
                 "learners fit log(target/source) itself, not the correction to the Amdahl prior");
+  cmd->add_flag("--format5-prior", opt->format5_prior,
+                "model format 5's parameter-free prior (amdahl.memory_clock_split) in place of the scaling prior "
+                "calibrated on the public throughput table");
+  cmd->add_flag("--no-shrink", opt->no_shrink,
+                "trust the learned correction on GPUs outside the training GPUs' specs (no shrinking toward the prior)");
   cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
                 "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
   cmd->add_flag("--linear-ridge", opt->linear_ridge,
@@ -74,6 +92,8 @@ void add_fit_command(CLI::App& app) {
     request.gpu_folds = !opt->no_gpu_folds;
     request.linear_ridge = opt->linear_ridge;
     request.store_path = opt->store;
+    request.calibrated_prior = !opt->format5_prior;
+    request.shrink = !opt->no_shrink;
     ServiceConfig config;
     config.progress = terminal_progress(opt->progress || isatty(STDERR_FILENO));
     const FitResult fitted = Service(config).fit(request, opt->output);
@@ -106,7 +126,8 @@ void add_fit_command(CLI::App& app) {
                                   {"meta_weights_unseen_gpu", unseen},
                                   {"interval_half_width_log", model.interval_half_width_log()},
                                   {"unseen_gpu_interval_half_width_log", model.unseen_gpu_interval_half_width_log()},
-                                  {"source_gpus", model.source_gpus_in_training()}};
+                                  {"source_gpus", model.source_gpus_in_training()},
+                                  {"scaling_prior", scaling_prior_json(model)}};
       if (!opt->store.empty())
         j["store"] = {{"path", opt->store}, {"measured_pairs", fitted.store_pairs}, {"rows", fitted.store_rows},
                       {"refused", fitted.store_refused}};
@@ -128,6 +149,11 @@ void add_fit_command(CLI::App& app) {
                fitted.interval_level * 100, std::exp(model.interval_half_width_log()),
                std::exp(std::max(model.interval_half_width_log(), model.unseen_gpu_interval_half_width_log())),
                model.schema_hash(), opt->output);
+    if (model.options().calibrated_prior && model.options().residual_over_prior)
+      for (auto [name, p] : {std::pair{"fp32 code", model.scaling_prior().fp32_code}, std::pair{"mixed", model.scaling_prior().mixed}})
+        fmt::print("prior     {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}, fixed_share {:.3f}, "
+                   "90 % interval x/÷ {:.3f} (public table, leave one GPU out)\n",
+                   name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, p.fixed_share, std::exp(p.interval_q_log));
     fmt::print("data      {}\nheld-out  {}\n", model.data_fingerprint(),
                validation.available ? "the bundled figures apply (same data, options and schema): " + validation.note
                                     : validation.note);

@@ -30,6 +30,8 @@ struct PredictCliOptions {
   std::string html;
   std::string prices;
   std::string job, store;  // job store (docs/store.md)
+  std::string catalog;
+  std::string precision = "auto";
   TraceInputOptions input;
 };
 
@@ -66,6 +68,7 @@ void run_predict(const PredictCliOptions& o) {
   config.model_path = o.model;
   config.prices_path = o.prices;
   config.store_path = !o.store.empty() ? o.store : o.job.empty() ? std::string() : default_store_path();
+  config.gpu_catalog_path = o.catalog;
   // Fitting the default model on first use (about a minute) and long batches show progress.
   config.progress = terminal_progress();
   if (o.model.empty())
@@ -77,6 +80,7 @@ void run_predict(const PredictCliOptions& o) {
   request.source_epoch_s = o.epoch_s;
   request.min_detection_confidence = o.min_confidence;
   request.job_key = o.job;
+  request.precision = o.precision;
   request.validate();  // before minutes of fitting the default model
 
   const Service service(config);
@@ -143,6 +147,10 @@ void add_predict_command(CLI::App& app) {
                   "job key: runs of one key on different GPU types become measured pairs in the job store");
   cmd->add_option("--store", opts->store,
                   "job store to record the run in and calibrate from (SQLite; default with --job: $EPOCHCAST_STORE)");
+  cmd->add_option("--catalog", opts->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv; data/GPUS.md)");
+  cmd->add_option("--precision", opts->precision,
+                  "the job's precision: auto (fp32 code, TF32 where the GPU has it), fp32, tf32, fp16, bf16")
+      ->capture_default_str();
   add_trace_options(cmd, opts->input);
   cmd->callback([opts] {
     keep_heap_slack();  // fits the default model on first use

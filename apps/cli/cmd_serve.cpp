@@ -25,6 +25,7 @@ struct ServeArgs {
   std::string model;
   std::string prices;
   std::string store;  // job store: every upload recorded (docs/store.md)
+  std::string catalog;
   std::string listen = "127.0.0.1:8080";
   int max_body_mb = 256;
   int threads = 4;
@@ -46,6 +47,7 @@ void run_serve(const ServeArgs& a) {
   config.model_path = a.model;
   config.prices_path = a.prices;
   config.store_path = a.store;
+  config.gpu_catalog_path = a.catalog;
   if (a.model.empty() && !a.quiet)
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
   const Service service(config);
@@ -108,6 +110,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--prices", args->prices, "price catalog CSV (default: the bundled data/prices.csv)");
   cmd->add_option("--store", args->store,
                   "job store (SQLite): record every upload, calibrate from its measured pairs; ?job=KEY names the job");
+  cmd->add_option("--catalog", args->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("--listen", args->listen, "HOST:PORT, :PORT or PORT to listen on (port 0 picks a free one)")
       ->capture_default_str();
   cmd->add_option("--max-body-mb", args->max_body_mb, "largest upload accepted, MiB (larger: HTTP 413)")

@@ -57,6 +57,8 @@ void add_detect_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+// `eval --protocol public` (eval_public.cpp): the scaling prior, leave one GPU type out.
+void run_public_eval(const std::string& catalog_path, bool json);
 void add_collect_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_jobs_command(CLI::App& app);

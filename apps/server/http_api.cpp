@@ -148,6 +148,7 @@ DetectRequest detect_request(const Query& query) {
 PredictRequest predict_request(const Query& query) {
   PredictRequest r;
   if (const auto source = query.text("source_gpu")) r.source_gpu = *source;
+  if (const auto precision = query.text("precision")) r.precision = *precision;
   if (const auto list = query.text("gpus")) r.gpus = parse_gpu_list(*list, "gpus");
   if (const auto epochs = query.integer("epochs", 1, 1000000)) r.epochs = *epochs;
   if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
@@ -287,7 +288,7 @@ void HttpApi::add_routes() {
   }));
   const std::vector<std::string_view> predict_params = {
       "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence",
-      "job"};
+      "job", "precision"};
   s.Post("/v1/predict", guarded([&service, predict_params](const Request& req, Response& res) {
     const Query query(req, predict_params);
     const PredictRequest request = predict_request(query);

@@ -50,7 +50,8 @@ void spec(Fnv64& h, const GpuSpec& g) {
   h.text(g.architecture);
   h.text(g.memory_type);
   for (double v : {g.compute_capability, g.sm_count, g.fp32_cores_per_sm, g.max_sm_clock_mhz, g.fp32_tflops,
-                   g.tensor_fp16_tflops, g.memory_gib, g.memory_bandwidth_gbs, g.l2_cache_mib, g.tdp_w})
+                   g.tensor_fp16_tflops, g.tensor_tf32_tflops, g.tensor_bf16_tflops, g.tensor_fp8_tflops,
+                   g.memory_gib, g.memory_bandwidth_gbs, g.l2_cache_mib, g.tdp_w})
     h.number(v);
 }
 

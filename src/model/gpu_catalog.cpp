@@ -1,6 +1,9 @@
 #include "epochcast/model/gpu_catalog.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -49,6 +52,10 @@ const std::vector<GpuSpecLimit>& gpu_spec_limits() {
       {"max_sm_clock_mhz", 300, 5000, "MHz"},
       {"fp32_tflops", 0.1, 1000, "TFLOPS"},
       {"tensor_fp16_tflops", 0.1, 20000, "TFLOPS"},
+      {"tensor_tf32_tflops", 0.1, 20000, "TFLOPS"},
+      {"tensor_bf16_tflops", 0.1, 20000, "TFLOPS"},
+      {"tensor_fp8_tflops", 0.1, 40000, "TFLOPS"},
+      {"fp64_tflops", 0.01, 1000, "TFLOPS"},
       {"memory_gib", 0.5, 4096, "GiB"},
       {"memory_bandwidth_gbs", 10, 100000, "GB/s"},
       {"l2_cache_mib", 0.1, 2048, "MiB"},
@@ -94,6 +101,39 @@ const GpuSpec* GpuCatalog::find_dataset_label(std::string_view label) const {
   return nullptr;
 }
 
+namespace {
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::vector<std::string> GpuCatalog::nearest_ids(std::string_view name, std::size_t n) const {
+  const std::string key = normalize_gpu_name(name);
+  std::vector<std::pair<std::size_t, std::size_t>> scored;  // (distance, catalog index)
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const GpuSpec& g = gpus_[i];
+    std::size_t best = edit_distance(key, normalize_gpu_name(g.id));
+    best = std::min(best, edit_distance(key, normalize_gpu_name(g.name)));
+    for (const auto& s : g.smi_names) best = std::min(best, edit_distance(key, normalize_gpu_name(s)));
+    scored.emplace_back(best, i);
+  }
+  std::stable_sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < scored.size() && out.size() < n; ++k) out.push_back(gpus_[scored[k].second].id);
+  return out;
+}
+
 std::string GpuCatalog::ids_joined() const {
   std::string out;
   for (const auto& g : gpus_) out += (out.empty() ? "" : ", ") + g.id;
@@ -135,13 +175,17 @@ GpuCatalog load_gpu_catalog_from_string(std::string_view content, const std::str
                       std::to_string(header.size()) + ")",
                   {name, line_no, 0, ""});
     auto text = [&](const char* c) { return csv::trim(cells[col[c]].text); };
-    auto number = [&](const char* c) {
+    // zero_means_none: a tensor precision the GPU lacks is written 0; anything else positive.
+    auto number = [&](const char* c, bool zero_means_none = false) {
       double v = 0;
       const auto& cell = cells[col[c]];
-      if (!csv::parse_double(cell.text, v) || !(v > 0))
+      if (!csv::parse_double(cell.text, v) || !(v > 0 || (zero_means_none && v == 0)))
         throw Error(ErrorCode::kParse,
-                    csv::bad_number(cell.text, "expected a positive number, got '" + cell.text + "'"),
+                    csv::bad_number(cell.text, std::string(zero_means_none ? "expected 0 (none) or a positive number"
+                                                                           : "expected a positive number") +
+                                                   ", got '" + cell.text + "'"),
                     {name, line_no, cell.column, c});
+      if (zero_means_none && v == 0) return v;
       for (const GpuSpecLimit& limit : gpu_spec_limits())
         if (limit.column == c && !(v >= limit.min && v <= limit.max)) {
           const std::string unit = limit.unit.empty() ? "" : " " + std::string(limit.unit);
@@ -170,12 +214,38 @@ GpuCatalog load_gpu_catalog_from_string(std::string_view content, const std::str
     g.fp32_cores_per_sm = number("fp32_cores_per_sm");
     g.max_sm_clock_mhz = number("max_sm_clock_mhz");
     g.fp32_tflops = number("fp32_tflops");
-    g.tensor_fp16_tflops = number("tensor_fp16_tflops");
+    g.tensor_fp16_tflops = number("tensor_fp16_tflops", true);
+    // Columns added in 2026-12 (issue 18): optional, so an operator's older catalog still loads;
+    // absent reads as NaN (unknown), and the precision rules say what they do then.
+    constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+    auto optional_number = [&](const char* c, bool zero_means_none) {
+      return col.count(c) ? number(c, zero_means_none) : kUnknown;
+    };
+    g.tensor_tf32_tflops = optional_number("tensor_tf32_tflops", true);
+    g.tensor_bf16_tflops = optional_number("tensor_bf16_tflops", true);
+    g.tensor_fp8_tflops = optional_number("tensor_fp8_tflops", true);
+    g.fp64_tflops = optional_number("fp64_tflops", false);
+    g.form_factor = col.count("form_factor") ? text("form_factor") : std::string();
+    // A tensor path slower than the plain FP32 units (or FP8 slower than FP16) is a slip: a
+    // sparse or per-board figure in the wrong column, or TFLOPS and GFLOPS mixed.
+    auto at_least = [&](const char* c, double v, double floor, const char* what) {
+      if (v > 0 && floor > 0 && v < floor)
+        throw Error(ErrorCode::kParse,
+                    fmt::format("{} TFLOPS is below the {} of {} TFLOPS: a tensor path is never slower "
+                                "(0 means the GPU has none; data/GPUS.md)",
+                                csv::trim(cells[col[c]].text), what, floor),
+                    {name, line_no, cells[col[c]].column, c});
+    };
     g.memory_gib = number("memory_gib");
     g.memory_type = text("memory_type");
     g.memory_bandwidth_gbs = number("memory_bandwidth_gbs");
     g.l2_cache_mib = number("l2_cache_mib");
     g.tdp_w = number("tdp_w");
+    at_least("tensor_fp16_tflops", g.tensor_fp16_tflops, g.fp32_tflops, "FP32 rate");
+    if (col.count("tensor_tf32_tflops")) at_least("tensor_tf32_tflops", g.tensor_tf32_tflops, g.fp32_tflops, "FP32 rate");
+    if (col.count("tensor_bf16_tflops")) at_least("tensor_bf16_tflops", g.tensor_bf16_tflops, g.fp32_tflops, "FP32 rate");
+    if (col.count("tensor_fp8_tflops"))
+      at_least("tensor_fp8_tflops", g.tensor_fp8_tflops, g.tensor_fp16_tflops, "FP16 tensor rate");
     g.source = text("source");
     if (g.source.empty())
       throw Error(ErrorCode::kParse, "every GPU row needs a source for its figures",

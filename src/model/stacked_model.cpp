@@ -43,6 +43,52 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
+// The figures correction_shrink compares with the training GPUs' range.
+std::vector<double> shrink_specs(const GpuSpec& g) {
+  const double fp16 = g.tensor_fp16_tflops > 0 ? g.tensor_fp16_tflops : g.fp32_tflops;
+  return {std::log(g.fp32_tflops), std::log(fp16), std::log(g.memory_bandwidth_gbs)};
+}
+
+nlohmann::json scaling_params_json(const ScalingParams& p) {
+  return {{"compute_exp", p.compute_exp},     {"bandwidth_exp", p.bandwidth_exp}, {"power_exp", p.power_exp},
+          {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share},
+          {"power_min_w", p.power_min_w},   {"power_max_w", p.power_max_w},     {"interval_q_log", p.interval_q_log}};
+}
+ScalingParams scaling_params_from_json(const nlohmann::json& j) {
+  return {.compute_exp = j.at("compute_exp").get<double>(),
+          .bandwidth_exp = j.at("bandwidth_exp").get<double>(),
+          .power_exp = j.at("power_exp").get<double>(),
+          .memory_share = j.at("memory_share").get<double>(),
+          .fixed_share = j.at("fixed_share").get<double>(),
+          .power_min_w = j.at("power_min_w").get<double>(),
+          .power_max_w = j.at("power_max_w").get<double>(),
+          .interval_q_log = j.at("interval_q_log").get<double>()};
+}
+
+// The scaling prior's reference GPU: the figures busy_level_log reads.
+nlohmann::json reference_to_json(const GpuSpec& g) {
+  return {{"id", g.id},
+          {"fp32_tflops", g.fp32_tflops},
+          {"tensor_fp16_tflops", g.tensor_fp16_tflops},
+          {"tensor_tf32_tflops", g.tensor_tf32_tflops},
+          {"tensor_bf16_tflops", g.tensor_bf16_tflops},
+          {"memory_bandwidth_gbs", g.memory_bandwidth_gbs},
+          {"max_sm_clock_mhz", g.max_sm_clock_mhz},
+          {"tdp_w", g.tdp_w}};
+}
+GpuSpec reference_from_json(const nlohmann::json& j) {
+  GpuSpec g;
+  g.id = j.at("id").get<std::string>();
+  g.fp32_tflops = j.at("fp32_tflops").get<double>();
+  g.tensor_fp16_tflops = j.at("tensor_fp16_tflops").get<double>();
+  g.tensor_tf32_tflops = j.at("tensor_tf32_tflops").get<double>();
+  g.tensor_bf16_tflops = j.at("tensor_bf16_tflops").get<double>();
+  g.memory_bandwidth_gbs = j.at("memory_bandwidth_gbs").get<double>();
+  g.max_sm_clock_mhz = j.at("max_sm_clock_mhz").get<double>();
+  g.tdp_w = j.at("tdp_w").get<double>();
+  return g;
+}
+
 LearnerConfig learner_config(const FitOptions& o) {
   LearnerConfig c;
   c.xgb_rounds = o.xgb_rounds;
@@ -77,6 +123,8 @@ nlohmann::json options_to_json(const FitOptions& o) {
           {"group_folds_by_model", o.group_folds_by_model},
           {"include_memory_features", o.include_memory_features},
           {"residual_over_prior", o.residual_over_prior},
+          {"calibrated_prior", o.calibrated_prior},
+          {"shrink_span_log", o.shrink_span_log},
           {"meta_gpu_folds", o.meta_gpu_folds},
           {"interval_level", o.interval_level},
           {"xgb_rounds", o.xgb_rounds},
@@ -97,6 +145,8 @@ FitOptions options_from_json(const nlohmann::json& j) {
   o.group_folds_by_model = j.at("group_folds_by_model").get<bool>();
   o.include_memory_features = j.at("include_memory_features").get<bool>();
   o.residual_over_prior = j.at("residual_over_prior").get<bool>();
+  o.calibrated_prior = j.at("calibrated_prior").get<bool>();
+  o.shrink_span_log = j.at("shrink_span_log").get<double>();
   o.meta_gpu_folds = j.at("meta_gpu_folds").get<bool>();
   o.interval_level = j.at("interval_level").get<double>();
   o.xgb_rounds = json_integer<int>(j.at("xgb_rounds"));
@@ -271,22 +321,44 @@ std::vector<std::string> StackedModel::learner_names() const {
   return out;
 }
 
-void StackedModel::predict_pair_features(std::span<const double> x, std::span<double> per_learner_log,
-                                         double& stack_log, bool unseen_gpu) const {
+double StackedModel::prior_log_ratio_for(const FeatureRow& f, std::span<const double> x, const GpuSpec& source,
+                                         const GpuSpec& target, Precision precision) const {
+  if (!options_.residual_over_prior) return 0.0;
+  const double fitted = prior_log_ratio(pair_schema(options_.include_memory_features), x);
+  if (!options_.calibrated_prior) return fitted;
+  // Inside the training GPUs' range the correction was fitted over format 5's prior: keep that
+  // pair; outside, hand over to the prior calibrated on the public table as the correction is shrunk.
+  const double s = correction_shrink(source, target);
+  if (s >= 1.0) return fitted;
+  return s * fitted + (1.0 - s) * scaling_log_ratio(scaling_prior_.params(precision_class(precision)), f.get(Metric::kGpuUtil, Stat::kMean) / 100.0,
+                                                    scaling_prior_.reference, source, target, precision);
+}
+
+double StackedModel::correction_shrink(const GpuSpec& source, const GpuSpec& target) const {
+  if (!(options_.shrink_span_log > 0) || spec_log_lo_.empty()) return 1.0;
+  double excess = 0;
+  for (const GpuSpec* g : {&source, &target}) {
+    const std::vector<double> v = shrink_specs(*g);
+    for (std::size_t k = 0; k < v.size(); ++k)
+      excess = std::max({excess, spec_log_lo_[k] - v[k], v[k] - spec_log_hi_[k]});
+  }
+  return std::clamp(1.0 - excess / options_.shrink_span_log, 0.0, 1.0);
+}
+
+void StackedModel::predict_pair_features(std::span<const double> x, double prior, double shrink,
+                                         std::span<double> per_learner_log, double& stack_log, bool unseen_gpu) const {
   const std::vector<double>& w = unseen_gpu ? meta_weights_unseen_ : meta_weights_;
-  const double prior =
-      options_.residual_over_prior ? prior_log_ratio(pair_schema(options_.include_memory_features), x) : 0.0;
   stack_log = prior;
   for (std::size_t i = 0; i < learners_.size(); ++i) {
     // Only the learned correction is clamped; the prior is not bounded by the training range.
-    const double correction = std::clamp(learners_[i]->predict(x), log_ratio_lo_, log_ratio_hi_);
+    const double correction = shrink * std::clamp(learners_[i]->predict(x), log_ratio_lo_, log_ratio_hi_);
     per_learner_log[i] = prior + correction;
     stack_log += w[i] * correction;
   }
 }
 
 Prediction StackedModel::predict(const FeatureRow& source_features, double source_epoch_s,
-                                 const GpuSpec& source, const GpuSpec& target) const {
+                                 const GpuSpec& source, const GpuSpec& target, Precision precision) const {
   if (learners_.empty()) throw Error(ErrorCode::kInternal, "predict on a model that was not fitted");
   if (!(source_epoch_s > 0) || !std::isfinite(source_epoch_s))
     throw Error(ErrorCode::kInvalidArgument,
@@ -309,8 +381,14 @@ Prediction StackedModel::predict(const FeatureRow& source_features, double sourc
                     std::binary_search(target_gpus_.begin(), target_gpus_.end(), target.id);
   double per[16];
   double stack = 0;
-  predict_pair_features(x, std::span<double>(per, learners_.size()), stack, !seen);
-  const double q = seen ? interval_q_log_ : std::max(interval_q_log_, interval_unseen_q_log_);
+  const double prior = prior_log_ratio_for(source_features, x, source, target, precision);
+  const double shrink = correction_shrink(source, target);
+  predict_pair_features(x, prior, shrink, std::span<double>(per, learners_.size()), stack, !seen);
+  // An unseen GPU: the wider of the GPU-held-out folds' interval and, where the correction was
+  // shrunk toward the prior, the prior's own leave-one-GPU-out interval on the public table.
+  const double prior_q = options_.calibrated_prior ? scaling_prior_.params(precision_class(precision)).interval_q_log : 0.0;
+  const double q = seen ? interval_q_log_
+                        : std::max({interval_q_log_, interval_unseen_q_log_, (1.0 - shrink) * prior_q});
   Prediction p;
   p.epoch_s = source_epoch_s * std::exp(stack);
   p.lo_s = source_epoch_s * std::exp(stack - q);
@@ -476,6 +554,9 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     throw Error(ErrorCode::kInvalidArgument, "interval level must be in (0, 1)");
   const PairSchema& schema = pair_schema(options.include_memory_features);
   const std::size_t n = pairs.size(), p = schema.names.size();
+  StackedModel model_prior;  // holds the scaling prior until the model is assembled
+  model_prior.options_ = options;
+  if (options.calibrated_prior) model_prior.scaling_prior_ = calibrated_scaling_prior();
   Matrix x(n, p);
   std::vector<double> y(n), prior(n, 0.0);
   std::vector<std::string> group(n), source_gpu(n), target_gpu(n);
@@ -488,6 +569,8 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     if (!sg || !tg)
       throw Error(ErrorCode::kNotFound, "GPU '" + (sg ? t.gpu_id : s.gpu_id) + "' is not in the catalog");
     pair_features(schema, s.features, s.epoch_s, *sg, *tg, x.row(i));
+    // The correction is fitted over format 5's prior (amdahl.memory_clock_split): between the
+    // training GPUs the calibrated prior is not used (prior_log_ratio_for).
     if (options.residual_over_prior) prior[i] = prior_log_ratio(schema, x.row(i));
     y[i] = std::log(t.epoch_s / s.epoch_s) - prior[i];  // what the learners fit
     group[i] = options.group_folds_by_model ? s.model : s.workload;
@@ -661,6 +744,16 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   model.learners_ = std::move(jobs.back().learners);
   model.source_gpus_.assign(sources.begin(), sources.end());
   model.target_gpus_.assign(targets.begin(), targets.end());
+  model.scaling_prior_ = model_prior.scaling_prior_;
+  for (const auto* ids : {&sources, &targets})
+    for (const std::string& id : *ids) {
+      const std::vector<double> v = shrink_specs(*catalog.find(id));
+      if (model.spec_log_lo_.empty()) model.spec_log_lo_ = model.spec_log_hi_ = v;
+      for (std::size_t k = 0; k < v.size(); ++k) {
+        model.spec_log_lo_[k] = std::min(model.spec_log_lo_[k], v[k]);
+        model.spec_log_hi_[k] = std::max(model.spec_log_hi_[k], v[k]);
+      }
+    }
   model.feature_min_.assign(feature_count(), kNaN);
   model.feature_max_.assign(feature_count(), kNaN);
   for (const auto& pr : pairs) {
@@ -701,7 +794,14 @@ std::string model_to_json(const StackedModel& m) {
       {"learners", learners},
       {"meta_weights", m.meta_weights_},
       {"meta_weights_unseen_gpu", m.meta_weights_unseen_},
-      {"prior", m.options_.residual_over_prior ? "amdahl.memory_clock_split" : "none"},
+      {"prior", !m.options_.residual_over_prior ? "none"
+                : m.options_.calibrated_prior   ? "scaling_prior"
+                                                : "amdahl.memory_clock_split"},
+      {"scaling_prior",
+       {{"fitted_on", m.scaling_prior_.fitted_on},
+        {"reference", reference_to_json(m.scaling_prior_.reference)},
+        {"fp32_code", scaling_params_json(m.scaling_prior_.fp32_code)},
+        {"mixed", scaling_params_json(m.scaling_prior_.mixed)}}},
       {"interval",
        {{"level", m.options_.interval_level},
         {"half_width_log", m.interval_q_log_},
@@ -713,6 +813,8 @@ std::string model_to_json(const StackedModel& m) {
         {"pairs", m.training_pairs_},
         {"source_gpus", m.source_gpus_},
         {"target_gpus", m.target_gpus_},
+        {"spec_log_lo", m.spec_log_lo_},
+        {"spec_log_hi", m.spec_log_hi_},
         {"feature_names", feature_names()},
         {"feature_min", doubles_to_json(m.feature_min_)},
         {"feature_max", doubles_to_json(m.feature_max_)}}}};
@@ -838,6 +940,15 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     }
     m.source_gpus_ = t.at("source_gpus").get<std::vector<std::string>>();
     m.target_gpus_ = t.at("target_gpus").get<std::vector<std::string>>();
+    m.spec_log_lo_ = t.at("spec_log_lo").get<std::vector<double>>();
+    m.spec_log_hi_ = t.at("spec_log_hi").get<std::vector<double>>();
+    if (m.spec_log_lo_.size() != 3 || m.spec_log_hi_.size() != 3)
+      throw Error(ErrorCode::kParse, "training.spec_log_lo/hi must hold 3 numbers", {name, 0, 0, "spec_log_lo"});
+    const auto& sp = j.at("scaling_prior");
+    m.scaling_prior_.fitted_on = sp.at("fitted_on").get<std::string>();
+    m.scaling_prior_.reference = reference_from_json(sp.at("reference"));
+    m.scaling_prior_.fp32_code = scaling_params_from_json(sp.at("fp32_code"));
+    m.scaling_prior_.mixed = scaling_params_from_json(sp.at("mixed"));
     m.feature_min_ = doubles_from_json(t.at("feature_min"));
     m.feature_max_ = doubles_from_json(t.at("feature_max"));
     if (t.at("feature_names").get<std::vector<std::string>>() != feature_names() ||
@@ -908,6 +1019,9 @@ std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
   const FitOptions options;
   std::uint64_t key = fnv1a(file_bytes(data_path));
   key = fnv1a(file_bytes(catalog_path), key);
+  // The scaling prior is fitted on the public table: a changed table is another model.
+  key = fnv1a(file_bytes(default_public_throughput_path()), key);
+  key = fnv1a(file_bytes(default_public_names_path()), key);
   key = fnv1a(model_schema_hash(options.include_memory_features), key);
   key = fnv1a(options_to_json(options).dump(), key);
   key = fnv1a(program_identity(), key);

@@ -24,6 +24,8 @@ FitOptions to_fit_options(const FitRequest& r) {
   o.include_memory_features = r.memory_features;
   o.residual_over_prior = r.residual_over_prior;
   o.meta_gpu_folds = r.gpu_folds;
+  o.calibrated_prior = r.calibrated_prior;
+  if (!r.shrink) o.shrink_span_log = 0;
   if (r.linear_ridge) {  // the format-3 stack (docs/model.md)
     o.kernel_ridge = false;
     o.xgb_rounds = 150;
@@ -111,6 +113,15 @@ StoreEvaluation Service::evaluate_store(const std::string& store_path) const {
   impl_->load();
   const JobStore store(store_path, StoreMode::kReadOnly);
   return epochcast::evaluate_store(store.runs(), *impl_->model, impl_->catalog);
+}
+
+PublicEvaluation Service::evaluate_public(const std::string& catalog_path) const {
+  const GpuCatalog catalog = load_gpu_catalog(catalog_path.empty() ? default_gpu_catalog_path() : catalog_path);
+  PublicEvaluation out;
+  out.table = load_public_throughput(default_public_throughput_path(), default_public_names_path(), catalog);
+  out.report = epochcast::evaluate_public(out.table, catalog);
+  out.fitted_on_all = fit_scaling_prior(out.table, catalog, {}, false).prior;
+  return out;
 }
 
 }  // namespace epochcast

@@ -10,6 +10,7 @@
 #include "epochcast/core/error.hpp"
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/features/feature_row.hpp"
+#include "epochcast/model/precision.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
 #include "service_impl.hpp"
@@ -36,6 +37,16 @@ PredictReport start_report(const Trace& trace, const PredictRequest& request, co
   report.epochs = request.epochs;
   report.model = s.model_label;
   report.validation = s.validation;
+  const Precision precision = parse_precision(request.precision);
+  report.precision = to_string(precision);
+  report.precision_rule = precision == Precision::kAuto
+                              ? kAutoPrecisionRule
+                              : fmt::format("{}: every GPU's {} peak (its FP32 rate where it has none, with a warning)",
+                                            to_string(precision),
+                                            precision == Precision::kFp32   ? "FP32"
+                                            : precision == Precision::kTf32 ? "TF32 tensor"
+                                            : precision == Precision::kFp16 ? "FP16 tensor"
+                                                                            : "BF16 tensor");
   report.source.trace = trace.source;
   for (const auto& w : trace.diagnostics.warnings) report.warnings.push_back(fmt::format("trace: {}", w));
   return report;
@@ -134,11 +145,14 @@ GpuPrediction measured_row(const GpuSpec& source, double epoch_s, const PredictR
 // A target's row: the model's prediction, its interval widened by what makes this trace and
 // this GPU less certain than the held-out figures.
 GpuPrediction predicted_row(const GpuSpec& source, const GpuSpec& target, double epoch_s, const FeatureRow& features,
-                            const UncertaintyAssessment& assessment, const Service::Impl& s) {
+                            const UncertaintyAssessment& assessment, const Service::Impl& s, PredictReport& report) {
   GpuPrediction p;
   p.gpu = target.id;
   p.gpu_name = target.name;
-  const Prediction raw = s.model->predict(features, epoch_s, source, target);
+  const Precision precision = parse_precision(report.precision);
+  const Prediction raw = s.model->predict(features, epoch_s, source, target, precision);
+  if (const ComputePath path = compute_path(precision, target); !path.warning.empty())
+    report.warnings.push_back(path.warning);
   p.in_training_data = contains(s.model->target_gpus_in_training(), target.id);
   const std::vector<UncertaintyTerm> extra =
       p.in_training_data ? std::vector<UncertaintyTerm>{} : unseen_target_terms(target, s.validation);
@@ -216,7 +230,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   t0 = std::chrono::steady_clock::now();
   for (const GpuSpec& target : targets) {
     GpuPrediction p = target.id == source.id ? measured_row(source, epoch_s, report)
-                                             : predicted_row(source, target, epoch_s, features, assessment, s);
+                                             : predicted_row(source, target, epoch_s, features, assessment, s, report);
     p.instances = instance_costs(s.prices, target.id, p.epoch_s, request.epochs);
     report.predictions.push_back(std::move(p));
   }

@@ -180,6 +180,7 @@ nlohmann::json to_json(const PredictReport& r) {
       {"ranking_by_cost", std::move(by_cost)},
       {"uncertainty", std::move(uncertainty)},
       {"model", r.model},
+      {"precision", {{"requested", r.precision}, {"rule", r.precision_rule}}},
       {"validation", to_json(r.validation)},
       {"warnings", r.warnings},
   };
@@ -258,6 +259,7 @@ std::string render_table(const PredictReport& r) {
   if (src.epoch_time_from == "given")
     out += fmt::format("Epoch:    {} on the source, as given with --epoch-s\n", format_duration(src.measured_epoch_s));
   if (!r.model.empty()) out += fmt::format("Model:    {}; {}\n", r.model, validation_line(r.validation));
+  if (!r.precision_rule.empty()) out += fmt::format("Precision: {}\n", r.precision_rule);
   out += "\n";
 
   if (r.predictions.empty()) {

@@ -1,4 +1,5 @@
 #include "epochcast/service/request.hpp"
+#include "epochcast/model/precision.hpp"
 
 #include <fmt/format.h>
 
@@ -69,6 +70,8 @@ void PredictRequest::validate() const {
     throw FieldError("job_key", fmt::format("is {} bytes long; at most {}", job_key.size(), kMaxJobKeyBytes));
   for (unsigned char c : job_key)
     if (c < 0x20 || c == 0x7f) throw FieldError("job_key", "holds a control character");
+  if (!precision_from_string(precision))
+    throw FieldError("precision", fmt::format("'{}' is not one of {}", precision, kPrecisionChoices));
 }
 
 void FitRequest::validate() const {}

@@ -45,7 +45,9 @@ GpuSpec Service::Impl::resolve_gpu(const std::string& name, const char* what) co
   if (const GpuSpec* spec = catalog.find(name)) return *spec;
   if (auto spec = catalog.match_smi_name(name)) return *spec;
   throw Error(ErrorCode::kNotFound,
-              fmt::format("unknown {} GPU '{}'; the catalog ({}) has: {}", what, name,
+              fmt::format("unknown {} GPU '{}'; nearest catalog ids: {} (add a row to the catalog, use an operator's "
+                          "catalog, or name the source GPU by its catalog id); the catalog ({}) has: {}",
+                          what, name, fmt::join(catalog.nearest_ids(name), ", "),
                           catalog.source().empty() ? "data/gpus.csv" : catalog.source(), catalog.ids_joined()));
 }
 

@@ -149,8 +149,8 @@ TEST(Predict, ValidationFiguresOfOtherFitOptionsAreRefusedByName) {
   for (const auto& [key, value] : changes) {
     const fs::path dir = fs::temp_directory_path() / ("epochcast-validation-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir);
-    for (const auto& entry : fs::directory_iterator(std::string(EPOCHCAST_SOURCE_DIR) + "/data"))
-      if (entry.is_regular_file()) fs::copy_file(entry.path(), dir / entry.path().filename());
+    // The whole data directory: the scaling prior reads data/public-throughput/ too.
+    fs::copy(std::string(EPOCHCAST_SOURCE_DIR) + "/data", dir, fs::copy_options::recursive);
     nlohmann::json figures = nlohmann::json::parse(std::ifstream(dir / "model-validation.json"));
     ASSERT_TRUE(figures["options"].contains(key)) << key;
     figures["options"][key] = value;

@@ -20,12 +20,19 @@ struct GpuSpec {
   double fp32_cores_per_sm = 0;
   double max_sm_clock_mhz = 0;
   double fp32_tflops = 0;
-  double tensor_fp16_tflops = 0;       // dense; FP16 non-tensor rate on pre-Volta GPUs
+  // Dense tensor-core peaks per precision; 0 where the GPU has no tensor path for it (P100 has
+  // none; V100/T4 run FP16 only). NaN: the catalog file has no such column (an older catalog).
+  double tensor_fp16_tflops = 0;       // FP16 with FP32 accumulate, as training uses
+  double tensor_tf32_tflops = 0;
+  double tensor_bf16_tflops = 0;
+  double tensor_fp8_tflops = 0;
+  double fp64_tflops = 0;              // non-tensor FP64
   double memory_gib = 0;
   std::string memory_type;
   double memory_bandwidth_gbs = 0;
   double l2_cache_mib = 0;
-  double tdp_w = 0;
+  double tdp_w = 0;                    // board power limit
+  std::string form_factor;             // "SXM5", "PCIe", … ("" when the catalog has no column)
   std::string source;                  // where the figures come from
 };
 
@@ -45,6 +52,9 @@ class GpuCatalog {
   [[nodiscard]] const GpuSpec* find_dataset_label(std::string_view label) const;
   // "p100, v100, t4, …" for error messages.
   [[nodiscard]] std::string ids_joined() const;
+  // Up to `n` catalog ids nearest to `name` (edit distance between normalised names, over the
+  // id, display name and nvidia-smi names), nearest first: the "did you mean" of an unknown GPU.
+  [[nodiscard]] std::vector<std::string> nearest_ids(std::string_view name, std::size_t n = 3) const;
 
  private:
   std::vector<GpuSpec> gpus_;

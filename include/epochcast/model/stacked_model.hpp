@@ -17,11 +17,15 @@
 #include "epochcast/features/feature_row.hpp"
 #include "epochcast/model/dataset.hpp"
 #include "epochcast/model/gpu_catalog.hpp"
+#include "epochcast/model/precision.hpp"
+#include "epochcast/model/scaling_prior.hpp"
 
 namespace epochcast {
 
 // Model file format version; bump when the file layout or the pair features change.
-inline constexpr int kModelFormatVersion = 5;  // 4: utilisation-shaped prior; 5: kernel ridge default stack
+// 4: utilisation-shaped prior; 5: kernel ridge default stack; 6: the scaling prior calibrated on the
+// public throughput table (its numbers in the file), precision-aware, correction shrunk off the training GPUs.
+inline constexpr int kModelFormatVersion = 6;
 
 // Called during long work: what is being done, how much of it is done.
 using ProgressFn = std::function<void(std::string_view stage, std::size_t done, std::size_t total)>;
@@ -41,6 +45,14 @@ struct FitOptions {
   // log(target/source) itself. Corrections are clamped to their training range, so on a GPU
   // outside the training range the prediction is carried by the prior, not by extrapolation.
   bool residual_over_prior = true;
+  // The prior is the scaling prior calibrated on the public throughput table (scaling_prior.hpp,
+  // format 6); false: format 5's parameter-free amdahl.memory_clock_split (CLI --format5-prior).
+  bool calibrated_prior = true;
+  // The learned correction is shrunk toward 0 (the prior alone) as the source or target GPU's
+  // FP32, FP16-matrix or bandwidth figure lies outside the training GPUs' range: by
+  // excess / shrink_span_log of the log excess, gone at that excess (ln 4: a GPU 4x beyond the
+  // training GPUs gets the prior alone). 0 turns shrinking off.
+  double shrink_span_log = 1.3862943611198906;
   // Also fit the meta learner on GPU-grouped out-of-fold predictions (each training target
   // GPU held out of both sides in turn): a learner that extrapolates badly to an unseen GPU
   // then loses weight, and a second interval is calibrated for unseen GPUs. Needs >= 3 GPUs.
@@ -92,12 +104,21 @@ class StackedModel {
   StackedModel(StackedModel&&) noexcept;
   StackedModel& operator=(StackedModel&&) noexcept;
 
+  // precision: the job's (docs/predict.md, "Precision"); kAuto is the rule kAutoPrecisionRule.
   [[nodiscard]] Prediction predict(const FeatureRow& source_features, double source_epoch_s,
-                                   const GpuSpec& source, const GpuSpec& target) const;
-  // Base learners' and the stack's log(target/source) for a prepared pair-feature vector;
-  // unseen_gpu: the source or target GPU was not in training (the other meta weights).
-  void predict_pair_features(std::span<const double> x, std::span<double> per_learner_log,
-                             double& stack_log, bool unseen_gpu = false) const;
+                                   const GpuSpec& source, const GpuSpec& target,
+                                   Precision precision = Precision::kAuto) const;
+  // Base learners' and the stack's log(target/source) for a prepared pair-feature vector, its
+  // prior and the correction's shrink factor (1: trusted, 0: prior alone); unseen_gpu: the source
+  // or target GPU was not in training (the other meta weights).
+  void predict_pair_features(std::span<const double> x, double prior, double shrink,
+                             std::span<double> per_learner_log, double& stack_log, bool unseen_gpu = false) const;
+  // The prior of log(target/source) for this pair (0 with --no-prior).
+  [[nodiscard]] double prior_log_ratio_for(const FeatureRow& source_features, std::span<const double> x,
+                                           const GpuSpec& source, const GpuSpec& target, Precision precision) const;
+  // The share of the learned correction kept for this pair (FitOptions::shrink_span_log).
+  [[nodiscard]] double correction_shrink(const GpuSpec& source, const GpuSpec& target) const;
+  [[nodiscard]] const ScalingPrior& scaling_prior() const { return scaling_prior_; }
 
   [[nodiscard]] std::vector<std::string> source_gpus_in_training() const { return source_gpus_; }
   [[nodiscard]] std::vector<std::string> target_gpus_in_training() const { return target_gpus_; }
@@ -136,6 +157,9 @@ class StackedModel {
   // a GPU it never saw (leave-one-GPU-out), trees cannot.
   double log_ratio_lo_ = -10, log_ratio_hi_ = 10;
   std::vector<std::string> source_gpus_, target_gpus_;
+  ScalingPrior scaling_prior_;  // fitted on the public table (calibrated_prior)
+  // log of FP32, FP16-matrix and bandwidth figures: the training GPUs' range (correction_shrink).
+  std::vector<double> spec_log_lo_, spec_log_hi_;
   std::vector<double> feature_min_, feature_max_;  // per FeatureRow feature over source runs
   std::size_t training_pairs_ = 0;
   std::string dataset_source_;

@@ -94,6 +94,8 @@ struct PredictReport {
   std::string model;                   // "default (bundled dataset)" or the model file
   std::string job_key;                 // PredictRequest::job_key
   std::int64_t store_run_id = 0;       // row id in the job store when recorded (0: not recorded)
+  std::string precision = "auto";      // the job precision the predictions assume
+  std::string precision_rule;          // what it means: kAutoPrecisionRule or the named path
 
   [[nodiscard]] const GpuPrediction* find(const std::string& gpu) const {
     for (const auto& p : predictions)

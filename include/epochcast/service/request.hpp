@@ -84,6 +84,9 @@ struct PredictRequest {
   // The operator's job key: runs of one key on different GPU types become measured pairs in
   // the job store (docs/store.md). Needs ServiceConfig::store_path.
   std::string job_key;
+  // The job's precision: auto, fp32, tf32, fp16 or bf16 (docs/predict.md, "Precision"); an
+  // unknown word is an error listing the choices.
+  std::string precision = "auto";
 
   void validate() const;
 };
@@ -100,6 +103,10 @@ struct FitRequest {
   bool linear_ridge = false;  // the format-3 stack (linear ridge, one weight set, XGBoost 150 × 0.1)
   // Job store whose measured pairs join the training pairs (docs/store.md); "": none.
   std::string store_path;
+  // The scaling prior calibrated on the public throughput table (false: format 5's prior).
+  bool calibrated_prior = true;
+  // Shrink the learned correction toward the prior off the training GPUs' specs.
+  bool shrink = true;
 
   void validate() const;
 };

@@ -13,6 +13,8 @@
 #include "epochcast/epoch/segmentation.hpp"
 #include "epochcast/model/dataset.hpp"
 #include "epochcast/model/evaluate.hpp"
+#include "epochcast/model/public_eval.hpp"
+#include "epochcast/model/scaling_prior.hpp"
 #include "epochcast/store/store_eval.hpp"
 #include "epochcast/model/stacked_model.hpp"  // ProgressFn
 #include "epochcast/service/report.hpp"
@@ -58,6 +60,12 @@ struct FitResult {
 
 // What `evaluate` measured, with the datasets it read (their diagnostics: rows skipped,
 // impossible values) and the fingerprint `fit` on the same data records in its model.
+struct PublicEvaluation {
+  PublicTable table;
+  PublicEvalReport report;
+  ScalingPrior fitted_on_all;  // the prior fitted on every GPU of the table
+};
+
 struct EvaluateResult {
   EvalReport report;
   Dataset dataset;
@@ -117,6 +125,9 @@ class Service {
   // The job store's measured pairs leave-one-job-out: the service's model alone and with the
   // store's calibration from the other jobs (docs/store.md). Errors as JobStore's.
   [[nodiscard]] StoreEvaluation evaluate_store(const std::string& store_path) const;
+  // The scaling prior on the public throughput table, one GPU type left out at a time
+  // (`eval --protocol public`); `catalog_path` "": the bundled catalog.
+  [[nodiscard]] PublicEvaluation evaluate_public(const std::string& catalog_path = {}) const;
 
   // The catalog's GPU ids in catalog order.
   [[nodiscard]] std::vector<std::string> gpu_ids() const;

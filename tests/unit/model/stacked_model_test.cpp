@@ -477,13 +477,15 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
   const GpuSpec& a10g = *catalog->find("a10g");
   const nlohmann::json j = nlohmann::json::parse(model_to_json(*model));
   const auto clamp = j["log_ratio_clamp"].get<std::vector<double>>();
-  EXPECT_EQ(j["prior"], "amdahl.memory_clock_split");
+  EXPECT_EQ(j["prior"], "scaling_prior");
   std::vector<double> x(schema.names.size());
   for (std::size_t i = 0; i < data->rows.size(); i += 11) {
     const DatasetRow& r = data->rows[i];
     const GpuSpec& src = *catalog->find(r.gpu_id);
     pair_features(schema, r.features, r.epoch_s, src, h200, x);
-    const double prior = prior_log_ratio(schema, x);
+    // H200 is beyond ln 4 in bandwidth from every training GPU: no correction, the calibrated prior.
+    EXPECT_EQ(model->correction_shrink(src, h200), 0.0);
+    const double prior = model->prior_log_ratio_for(r.features, x, src, h200, Precision::kAuto);
     const double got = std::log(model->predict(r.features, r.epoch_s, src, h200).epoch_s / r.epoch_s);
     // Meta weights sum to about one, so the stack stays within the widened correction range.
     double wsum = 0;
@@ -498,7 +500,10 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
   const Prediction seen = model->predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), a10g);
   const Prediction unseen = model->predict(r.features, r.epoch_s, *catalog->find(r.gpu_id), h200);
   EXPECT_NEAR(std::log(seen.hi_s / seen.epoch_s), model->interval_half_width_log(), 1e-9);
-  EXPECT_NEAR(std::log(unseen.hi_s / unseen.epoch_s), model->unseen_gpu_interval_half_width_log(), 1e-9);
+  // Off the training range also the calibrated prior's own leave-one-GPU-out width (shrink 0 here).
+  EXPECT_NEAR(std::log(unseen.hi_s / unseen.epoch_s),
+              std::max(model->unseen_gpu_interval_half_width_log(), model->scaling_prior().fp32_code.interval_q_log),
+              1e-9);
 }
 
 // The default stack (FitOptions::kernel_ridge): kernel ridge in ridge's place, and two meta
@@ -527,7 +532,7 @@ TEST_F(Fixture, DefaultStackSeenAndUnseenGpusUseTheirOwnMetaWeights) {
       if (r.gpu_id == target) continue;
       const GpuSpec& src = *catalog->find(r.gpu_id);
       pair_features(schema, r.features, r.epoch_s, src, *catalog->find(target), x);
-      const double prior = prior_log_ratio(schema, x);
+      const double prior = kr_model.prior_log_ratio_for(r.features, x, src, *catalog->find(target), Precision::kAuto);
       const Prediction p = kr_model.predict(r.features, r.epoch_s, src, *catalog->find(target));
       double expect = prior;  // per-learner predictions are prior + clamped correction
       for (std::size_t l = 0; l < names.size(); ++l)

@@ -1,0 +1,39 @@
+// The numeric precision a training job runs in, and which peak of a GPU it therefore meets:
+// the rule `predict --precision` states in its output (docs/predict.md, "Precision").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "epochcast/model/gpu_catalog.hpp"
+
+namespace epochcast {
+
+enum class Precision { kAuto, kFp32, kTf32, kFp16, kBf16 };
+[[nodiscard]] const char* to_string(Precision p);  // "auto", "fp32", "tf32", "fp16", "bf16"
+[[nodiscard]] std::optional<Precision> precision_from_string(std::string_view s);
+// Throws Error(kInvalidArgument) listing the choices for an unknown word.
+[[nodiscard]] Precision parse_precision(std::string_view s);
+inline constexpr const char* kPrecisionChoices = "auto, fp32, tf32, fp16, bf16";
+
+// The two families the scaling prior is calibrated for: fp32 code (strict FP32 or TF32 tensor
+// cores) and mixed precision (fp16/bf16 autocast), as the public table's two precisions.
+enum class PrecisionClass { kFp32Code, kMixed };
+[[nodiscard]] PrecisionClass precision_class(Precision p);
+
+// What `auto` means, in the words the output shows.
+inline constexpr const char* kAutoPrecisionRule =
+    "auto: fp32 code with the frameworks' defaults (cuDNN runs it on TF32 tensor cores where the GPU has "
+    "them, on the FP32 units elsewhere); a mixed-precision job needs precision fp16 or bf16";
+
+// The peak a job of precision `p` meets on `gpu`, the rule that chose it and, when the GPU has no
+// path for that precision, a warning.
+struct ComputePath {
+  double tflops = 0;
+  std::string unit;     // "TF32 tensor", "FP32", "BF16 tensor", …
+  std::string warning;  // empty unless a fallback applied
+};
+[[nodiscard]] ComputePath compute_path(Precision p, const GpuSpec& gpu);
+
+}  // namespace epochcast

@@ -1,0 +1,45 @@
+// `epochcast eval --protocol public`: leave one GPU type of the public throughput table out,
+// fit the scaling prior on the others, and predict that GPU's time ratio to every other GPU for
+// every workload, per precision family; next to the spec-sheet prior and format 5's prior.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "epochcast/model/gpu_catalog.hpp"
+#include "epochcast/model/precision.hpp"
+#include "epochcast/model/public_throughput.hpp"
+
+namespace epochcast {
+
+// The priors compared, in report order.
+inline const std::vector<std::string> kPublicEvalPriors = {
+    "calibrated",                // the fitted family, one pair of shares per precision: what predict uses
+    "workload_shares_known",     // the family with each workload's shares fitted on the other GPUs (a bound)
+    "spec_sheet",               // precision-aware spec ratios, nothing fitted (exponents 1, half memory)
+    "format5_prior",            // today's amdahl.memory_clock_split at busy 1, memory 0.5: FP32 and bandwidth
+};
+
+struct PublicEvalCell {
+  std::string gpu;             // held-out GPU (the target of every ratio)
+  std::string family;          // "fp16" (mixed precision) or "tf32" (fp32 code)
+  std::size_t ratios = 0;
+  std::map<std::string, double> median_pct, mean_pct;  // by prior name
+  double coverage_pct = 0;     // calibrated (predict's): share inside its 90 % interval (q from the other GPUs)
+};
+
+struct PublicEvalReport {
+  std::string table;
+  std::vector<PublicEvalCell> cells;  // by GPU, then family
+  // Every held-out ratio's log error of the calibrated prior, per family.
+  std::map<std::string, std::vector<double>> calibrated_log_errors;
+  std::map<std::string, std::map<std::string, double>> overall_median_pct;  // family -> prior -> median
+  std::map<std::string, double> overall_coverage_pct;                      // family
+  // 90 % quantile of |log error| of the calibrated prior over all held-out ratios of a family.
+  [[nodiscard]] double interval_q_log(PrecisionClass c) const;
+};
+
+[[nodiscard]] PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& catalog);
+
+}  // namespace epochcast

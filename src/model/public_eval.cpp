@@ -1,0 +1,119 @@
+#include "epochcast/model/public_eval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "epochcast/model/scaling_prior.hpp"
+
+namespace epochcast {
+namespace {
+
+constexpr double kIntervalLevel = 0.9;  // the model's intervals are 90 %
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  // Split-conformal rank: the ceil(q (n + 1))-th smallest, capped at the largest.
+  const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size() + 1)));
+  return v[std::min(v.size(), std::max<std::size_t>(k, 1)) - 1];
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+const char* family_name(PrecisionClass c) { return c == PrecisionClass::kMixed ? "fp16" : "tf32"; }
+
+}  // namespace
+
+double PublicEvalReport::interval_q_log(PrecisionClass c) const {
+  const auto it = calibrated_log_errors.find(family_name(c));
+  if (it == calibrated_log_errors.end()) return 0;
+  std::vector<double> a;
+  for (double e : it->second) a.push_back(std::abs(e));
+  return quantile(a, kIntervalLevel);
+}
+
+PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& catalog) {
+  PublicEvalReport rep;
+  rep.table = table.source;
+  const auto means = table.mean_throughput();
+  const GpuSpec* reference = catalog.find("a100-80gb");
+  // Spec ratios as published: every ratio fully realised, half the busy time memory-bound.
+  const ScalingParams spec_sheet{.compute_exp = 1.0, .bandwidth_exp = 1.0, .power_exp = 0.0, .memory_share = 0.5, .fixed_share = 0.0, .interval_q_log = 0.0};
+  // Per (gpu, family): log errors of the calibrated prior, for the nested interval check.
+  std::map<std::pair<std::string, std::string>, std::vector<double>> held_errors;
+  std::map<std::string, std::map<std::string, std::vector<double>>> all_errors;  // family -> prior -> %
+  for (const std::string& held : table.gpu_ids()) {
+    const ScalingFit a = fit_scaling_prior(table, catalog, held, true);
+    const ScalingFit b = fit_scaling_prior(table, catalog, held, false);
+    const GpuSpec& h = *catalog.find(held);
+    for (PrecisionClass cls : {PrecisionClass::kMixed, PrecisionClass::kFp32Code}) {
+      PublicEvalCell cell{held, family_name(cls), 0, {}, {}, 0};
+      std::map<std::string, std::vector<double>> errs;
+      for (const auto& [key, thr_h] : means) {
+        const auto& [gpu, precision, workload] = key;
+        if (gpu != held || precision_class(precision) != cls) continue;
+        for (const auto& [key2, thr_o] : means) {
+          const auto& [other, precision2, workload2] = key2;
+          if (other == held || precision2 != precision || workload2 != workload) continue;
+          const GpuSpec& o = *catalog.find(other);
+          const double truth = std::log(thr_o / thr_h);  // time on held / time on other
+          auto level = [&](const ScalingFit& f, const GpuSpec& g) {
+            return busy_level_log(f.workload_params.at({cls, workload}), 1.0, *reference, g, precision);
+          };
+          const double pa = level(a, h) - level(a, o), pb = level(b, h) - level(b, o);
+          const double ps = scaling_log_ratio(spec_sheet, 1.0, o, o, h, precision);  // shares on the source
+          const double pf = std::log(0.5 * o.memory_bandwidth_gbs / h.memory_bandwidth_gbs +
+                                     0.5 * o.fp32_tflops / h.fp32_tflops);
+          const double preds[] = {pb, pa, ps, pf};
+          for (std::size_t k = 0; k < kPublicEvalPriors.size(); ++k)
+          {
+            const double e = 100.0 * std::abs(std::exp(preds[k] - truth) - 1.0);
+            errs[kPublicEvalPriors[k]].push_back(e);
+            all_errors[family_name(cls)][kPublicEvalPriors[k]].push_back(e);
+          }
+          held_errors[{held, cell.family}].push_back(pb - truth);
+          rep.calibrated_log_errors[cell.family].push_back(pb - truth);
+          ++cell.ratios;
+        }
+      }
+      if (cell.ratios == 0) continue;
+      for (const auto& [name, e] : errs) cell.median_pct[name] = median(e), cell.mean_pct[name] = mean(e);
+      rep.cells.push_back(std::move(cell));
+    }
+  }
+  // Interval: q from every other held-out GPU's errors of the same family (nested: the held-out
+  // GPU's own errors never set its width), coverage on the held-out GPU's ratios.
+  std::map<std::string, std::pair<std::size_t, std::size_t>> covered;  // family -> (inside, all)
+  for (auto& cell : rep.cells) {
+    std::vector<double> others;
+    for (const auto& [k, e] : held_errors)
+      if (k.second == cell.family && k.first != cell.gpu)
+        for (double v : e) others.push_back(std::abs(v));
+    const double q = quantile(others, kIntervalLevel);
+    std::size_t inside = 0;
+    const auto& mine = held_errors[{cell.gpu, cell.family}];
+    for (double v : mine) inside += std::abs(v) <= q;
+    cell.coverage_pct = 100.0 * static_cast<double>(inside) / static_cast<double>(mine.size());
+    covered[cell.family].first += inside;
+    covered[cell.family].second += mine.size();
+  }
+  for (const auto& [family, c] : covered)
+    rep.overall_coverage_pct[family] = 100.0 * static_cast<double>(c.first) / static_cast<double>(c.second);
+  for (const auto& [family, by_prior] : all_errors)
+    for (const auto& [prior, e] : by_prior) rep.overall_median_pct[family][prior] = median(e);
+  return rep;
+}
+
+}  // namespace epochcast
