@@ -7,7 +7,7 @@ packages=(
   # build
   cmake g++ make pkg-config git
   # libraries (only Debian packages; nothing is downloaded at build or run time)
-  libxgboost-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libfmt-dev
+  libxgboost-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-pandas python3-scipy python3-sklearn

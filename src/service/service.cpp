@@ -99,6 +99,15 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   if (request.epochs < 1)
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--epochs must be at least 1, got {}", request.epochs));
 
+  // A guessed clock scales every epoch time and price by the unknown real interval (dcgmi dmon
+  // -d 100 read at the assumed 1 s: 299 s and $3.05 instead of 29.9 s and $0.31): no answer.
+  if (trace.diagnostics.time_axis == TimeAxis::kAssumedInterval)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: the log has no timestamps and does not state its sampling interval, so every epoch "
+                            "time and price would scale with a guess ({:g} s assumed); pass --interval SECONDS (the "
+                            "-d MS / -lms MS it was logged with, in seconds: -d 100 is --interval 0.1)",
+                            trace.source, trace.diagnostics.interval_s));
+
   PredictReport report;
   report.epochs = request.epochs;
   report.model = s.model_label;
@@ -196,7 +205,19 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const UncertaintyAssessment assessment =
       assess_uncertainty(trace, seg, features, *s.model, source_spec, s.validation);
   report.uncertainty = assessment.terms;
-  for (const auto& w : assessment.warnings) report.warnings.push_back(w);
+  // Every extrapolated run carries several of these ("…; intervals widened"): one line says them all.
+  if (assessment.warnings.size() > 1) {
+    std::string folded = "intervals widened:";
+    for (std::size_t i = 0; i < assessment.warnings.size(); ++i) {
+      std::string_view w = assessment.warnings[i];
+      constexpr std::string_view kTail = "; intervals widened";
+      if (w.ends_with(kTail)) w.remove_suffix(kTail.size());
+      folded += fmt::format("{} ({}) {}", i ? ";" : "", i + 1, w);
+    }
+    report.warnings.push_back(std::move(folded));
+  } else {
+    for (const auto& w : assessment.warnings) report.warnings.push_back(w);
+  }
 
   t0 = std::chrono::steady_clock::now();
   const auto& trained_targets = s.model->target_gpus_in_training();
