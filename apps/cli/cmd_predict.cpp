@@ -29,6 +29,7 @@ struct PredictCliOptions {
   bool json = false;
   std::string html;
   std::string prices;
+  std::string epochs_from = "detect";
   TraceInputOptions input;
 };
 
@@ -77,6 +78,7 @@ void run_predict(const PredictCliOptions& o) {
   request.epochs = o.epochs;
   request.source_epoch_s = o.epoch_s;
   request.min_detection_confidence = o.min_confidence;
+  request.epochs_from_markers = o.epochs_from == "markers";
 
   if (batch) {
     const std::vector<BatchItem> items = service.predict_batch(paths, to_read_options(o.input), request);
@@ -126,6 +128,11 @@ void add_predict_command(CLI::App& app) {
                   "accept a detected period at or above this confidence; lower takes weaker evidence, "
                   "with wider intervals and a warning")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--epochs-from", opts->epochs_from,
+                  "where the source epoch time comes from: detect (the metrics), or markers (the job's own epoch "
+                  "counter in a W&B or MLflow export; detection is reported beside it)")
+      ->check(CLI::IsMember({"detect", "markers"}))
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");

@@ -180,6 +180,39 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
     report.source.window_start_s = 0;
     report.source.window_end_s = trace.duration_s();
   }
+  // The job's own epoch ends (tracker exports): ground truth, kept apart from detection.
+  if (trace.epoch_markers_s.size() >= 2) {
+    std::vector<double> d;
+    for (std::size_t i = 1; i < trace.epoch_markers_s.size(); ++i)
+      d.push_back(trace.epoch_markers_s[i] - trace.epoch_markers_s[i - 1]);
+    std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+    report.source.marker_epoch_s = d[d.size() / 2];
+    report.source.markers = trace.epoch_markers_s.size();
+  }
+  if (request.epochs_from_markers) {
+    if (report.source.marker_epoch_s <= 0)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--epochs-from markers: {} carries {} epoch marker(s), at least 2 are needed (a W&B "
+                              "`epoch` column, an MLflow `epoch` metric)",
+                              trace.source, trace.epoch_markers_s.size()));
+    if (seg.found)
+      report.warnings.push_back(fmt::format("epoch time from the job's {} epoch markers: {:.4g} s; detection found "
+                                            "{:.4g} s ({:+.1f} %)",
+                                            report.source.markers, report.source.marker_epoch_s, seg.period_s,
+                                            100 * (seg.period_s / report.source.marker_epoch_s - 1)));
+    else
+      report.warnings.push_back(fmt::format("epoch time from the job's {} epoch markers: {:.4g} s; detection found "
+                                            "none ({})",
+                                            report.source.markers, report.source.marker_epoch_s, seg.reason));
+    source_epoch_s = report.source.marker_epoch_s;
+    report.source.epoch_time_from = "markers";
+    report.source.window_start_s = trace.epoch_markers_s.front();
+    report.source.window_end_s = trace.epoch_markers_s.back();
+  } else if (report.source.marker_epoch_s > 0) {
+    report.warnings.push_back(fmt::format("the trace carries the job's own epoch markers: {:.4g} s per epoch "
+                                          "({} markers); --epochs-from markers predicts from them",
+                                          report.source.marker_epoch_s, report.source.markers));
+  }
   if (request.source_epoch_s > 0) {
     if (seg.found && std::abs(seg.period_s / request.source_epoch_s - 1) > 0.05)
       report.warnings.push_back(fmt::format("--epoch-s {:.4g} s differs from the detected period {:.4g} s; using --epoch-s",

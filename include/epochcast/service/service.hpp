@@ -35,6 +35,10 @@ struct PredictRequest {
   // Detection's bar for "found" (DetectOptions::min_confidence). Lower accepts weaker evidence;
   // the confidence still widens the intervals and is named in the warnings.
   double min_detection_confidence = 0.5;
+  // Take the epoch time from the job's own epoch markers in the trace (a W&B `epoch` column, an
+  // MLflow `epoch` metric: Trace::epoch_markers_s) instead of detection; detection is still
+  // run and reported beside them. Error(kInvalidArgument) when the trace carries fewer than 2.
+  bool epochs_from_markers = false;
 };
 
 // Time spent per stage of one predict, for the benchmark and --verbose.
