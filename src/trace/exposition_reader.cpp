@@ -116,7 +116,9 @@ void TraceParser::exposition_line(std::string_view text) {
   const std::string_view value_text = t.substr(p, e - p);
   if (value_text.empty()) fail_at(text, t.substr(p), std::string(name), "a sample without a value (line cut short?)");
   double v = 0;
-  if (!exposition_number(value_text, v)) fail_at(text, value_text, std::string(name), detail::bad_number(value_text));
+  if (!exposition_number(value_text, v))
+    fail_at(text, value_text, std::string(name),
+            detail::bad_number(value_text) + " (a Prometheus sample is NAME{labels} VALUE [TIMESTAMP_MS])");
   std::string_view stamp_text = trim(t.substr(e));
   const auto metric = metric_by_dcgm_name(name);
   if (!metric) {

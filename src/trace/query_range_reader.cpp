@@ -35,7 +35,11 @@ void TraceParser::query_range_document(std::string_view text) {
     line_no_ = 1 + static_cast<std::uint64_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
     const std::size_t bol = text.rfind('\n', at == 0 ? 0 : at - 1);
     const std::size_t col = bol == std::string_view::npos ? at + 1 : at - bol;
-    fail(col, "(json)", fmt::format("not valid JSON ({}): a query_range answer cut short?", e.what()));
+    // nlohmann's text repeats the place ("[json.exception.parse_error.101] parse error at line 1, column 9: …")
+    std::string_view why = e.what();
+    if (const std::size_t c = why.find("column "); c != std::string_view::npos)
+      if (const std::size_t colon = why.find(": ", c); colon != std::string_view::npos) why.remove_prefix(colon + 2);
+    fail(col, "(json)", fmt::format("not valid JSON ({}); a query_range answer cut short?", printable(why, 120)));
   }
   if (!doc.is_object()) fail(1, "(json)", "a JSON document that is not an object: not a query_range answer");
   if (doc.value("status", "") == "error")

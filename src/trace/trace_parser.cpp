@@ -392,14 +392,12 @@ Trace TraceParser::finish_document(std::string_view json) {
   format_ = TraceFormat::kQueryRangeJson;
   line_no_ = 1;
   query_range_document(json);
+  if (pivot_.empty() && ignored_names_.empty())
+    fail(1, "result", "the answer holds no samples (an empty result: the query matched no series in the range)");
   return finish();
 }
 
 Trace TraceParser::finish() {
-  if (format_ == TraceFormat::kQueryRangeJson && !header_done_) {
-    line_no_ = std::max<std::uint64_t>(line_no_, 1);
-    fail(1, "(document)", "a query_range JSON document must start with '{'");
-  }
   if (format_ == TraceFormat::kExposition) exposition_flush_scrape();
   if (!pivot_.empty() || !pivot_host_.empty()) pivot_commit();
   if (!ignored_names_.empty())
