@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "epochcast/core/did_you_mean.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/features/feature_row.hpp"
@@ -41,8 +42,12 @@ struct Service::Impl {
   GpuSpec resolve_gpu(const std::string& name, const char* what) const {
     if (const GpuSpec* spec = catalog.find(name)) return *spec;
     if (auto spec = catalog.match_smi_name(name)) return *spec;
+    std::vector<std::string> ids;
+    for (const auto& g : catalog.gpus()) ids.push_back(g.id);
+    const auto near = closest_name(name, ids);
     throw Error(ErrorCode::kNotFound,
-                fmt::format("unknown {} GPU '{}'; the catalog ({}) has: {}", what, name,
+                fmt::format("unknown {} GPU '{}'{}; the catalog ({}) has: {}", what, name,
+                            near ? fmt::format(" (did you mean {}?)", *near) : "",
                             catalog.source().empty() ? "data/gpus.csv" : catalog.source(), catalog.ids_joined()));
   }
 };
