@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "completion.hpp"
+#include "epochcast/core/data_dir.hpp"
 #include "epochcast/core/did_you_mean.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/request.hpp"
@@ -82,7 +83,8 @@ int main(int argc, char** argv) {
   CLI::App app{"epochcast: predict the epoch time of a training job on every GPU type\n"
                "from the hardware metrics of one run."};
   app.name("epochcast");
-  app.set_version_flag("--version", std::string("epochcast ") + EPOCHCAST_VERSION);
+  // The data folder in use, so an installed copy can be seen to read its own share/epochcast.
+  app.set_version_flag("--version", std::string("epochcast ") + EPOCHCAST_VERSION + "\ndata " + epochcast::data_dir());
   app.require_subcommand(1);
   epochcast::cli::add_info_command(app);
   epochcast::cli::add_detect_command(app);
