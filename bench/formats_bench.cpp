@@ -117,16 +117,22 @@ std::string query_range_json() {
   // 16 series (8 metrics x 2 GPUs) of the run's values, long enough for ~64 MB
   const std::size_t points = kTargetBytes / 16 / 24;
   std::string out = R"({"status":"success","data":{"resultType":"matrix","result":[)";
-  const char* names[] = {"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
-                         "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED"};
+  // each metric's values in the run's range (base + k % spread): no reading outside its limits
+  const struct {
+    const char* name;
+    int base, spread;
+  } metrics[] = {{"DCGM_FI_DEV_SM_CLOCK", 1965, 16},   {"DCGM_FI_DEV_MEM_CLOCK", 3201, 1}, {"DCGM_FI_DEV_GPU_TEMP", 47, 19},
+                 {"DCGM_FI_DEV_POWER_USAGE", 128, 530}, {"DCGM_FI_DEV_GPU_UTIL", 0, 101},   {"DCGM_FI_DEV_MEM_COPY_UTIL", 0, 68},
+                 {"DCGM_FI_DEV_FB_FREE", 129422, 12587}, {"DCGM_FI_DEV_FB_USED", 1149, 12587}};
   bool first = true;
-  for (const char* n : names)
+  for (const auto& m : metrics)
     for (int g = 0; g < 2; ++g) {
       out += fmt::format(R"({}{{"metric":{{"__name__":"{}","gpu":"{}","UUID":"GPU-{}","modelName":"NVIDIA H200"}},"values":[)",
-                         first ? "" : ",", n, g, g);
+                         first ? "" : ",", m.name, g, g);
       first = false;
       for (std::size_t k = 0; k < points; ++k)
-        out += fmt::format(R"({}[{:.3f},"{}"])", k ? "," : "", kStart + 0.1 * static_cast<double>(k), 600 + k % 97);
+        out += fmt::format(R"({}[{:.3f},"{}"])", k ? "," : "", kStart + 0.1 * static_cast<double>(k),
+                           m.base + static_cast<int>(k % static_cast<std::size_t>(m.spread)));
       out += "]}";
     }
   out += "]}}";

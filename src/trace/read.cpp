@@ -289,9 +289,14 @@ class TextSink {
         feed_lines(parser_, partial_, head.data(), head.data() + head.size());
       }
     }
-    if (mode_ == Mode::kDocument) document_.append(p, n);
+    if (mode_ == Mode::kDocument) {
+      if (document_.empty() && reserve_ > 0) document_.reserve(reserve_);
+      document_.append(p, n);
+    }
     else feed_lines(parser_, partial_, p, p + n);
   }
+  // The input's size when known: a JSON document is then held in one allocation.
+  void reserve(std::size_t bytes) { reserve_ = bytes; }
   Trace finish() {
     if (mode_ == Mode::kDocument) return parser_.finish_document(document_);
     if (!partial_.empty()) parser_.line(partial_, false);
@@ -303,7 +308,7 @@ class TextSink {
   TraceParser& parser_;
   const ReadOptions& options_;
   Mode mode_ = Mode::kUndecided;
-  std::size_t skipped_ = 0;
+  std::size_t skipped_ = 0, reserve_ = 0;
   std::string partial_, document_;
 };
 
@@ -327,6 +332,7 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
   }
   std::unique_ptr<char[]> buffer(new char[kChunkBytes]);
   TextSink sink(parser, options);
+  if (regular) sink.reserve(static_cast<std::size_t>(total));
   std::unique_ptr<detail::GzipInflater> gzip;  // a .gz log, recognised by its magic bytes
   bool first = true;
   while (true) {
@@ -359,7 +365,6 @@ Trace read_stream(const std::string& path, const ReadOptions& options, bool host
     if (options.progress) options.progress(done, total);
   }
   if (gzip) gzip->finish();
-  (void)regular;
   return sink.finish();
 }
 
@@ -376,6 +381,11 @@ namespace {
 Trace parse_string(std::string_view content, const std::string& name, const ReadOptions& options, bool host) {
   TraceParser parser(name, options, host);
   parser.set_size_hint(content.size());
+  // A JSON document already in memory is parsed where it lies (the sink would copy it whole).
+  if (const std::size_t first = content.find_first_not_of(" \t\r\n");
+      first != std::string_view::npos && content[first] == '{' && !detail::is_gzip(content) &&
+      (options.format == TraceFormat::kAuto || options.format == TraceFormat::kQueryRangeJson))
+    return parser.finish_document(content);
   TextSink sink(parser, options);
   if (detail::is_gzip(content)) {
     detail::GzipInflater gzip(name, stream_cap(options));

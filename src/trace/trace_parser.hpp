@@ -36,6 +36,15 @@ class TraceParser {
 
   static constexpr std::size_t kMaxLineBytes = 1 << 20;
 
+  // Samples that arrive one value at a time (metric, GPU, time): kept, sorted by GPU and time at
+  // the end and committed as rows (pivot.cpp). Used by the exposition, MLflow and JSON readers.
+  struct PivotSample {
+    int gpu;
+    std::int64_t time_us;  // microseconds since base_s_
+    int slot;
+    double value;
+  };
+
  private:
   enum class ColumnKind : std::uint8_t { kTimestamp, kIndex, kName, kUuid, kMetric, kIgnored, kDate, kTime };
   struct Column {
@@ -107,14 +116,6 @@ class TraceParser {
   // What a file of a known foreign kind is and how to log what epochcast reads; "" if unknown (recognise.cpp).
   static std::string recognise_foreign(std::string_view first_line);
 
-  // Samples that arrive one value at a time (metric, GPU, time): kept, sorted by GPU and time at
-  // the end and committed as rows (pivot.cpp). Used by the exposition, MLflow and JSON readers.
-  struct PivotSample {
-    int gpu;
-    std::int64_t time_us;  // microseconds since base_s_
-    int slot;
-    double value;
-  };
   int pivot_slot(Metric m, std::string_view source_name);
   void pivot_add(int gpu, std::int64_t time_us, int slot, double value);
   void pivot_identity(int gpu, std::string_view name, std::string_view uuid);
