@@ -198,7 +198,9 @@ void TraceParser::smi_row(std::string_view text) {
       case ColumnKind::kMetric:
         row_[static_cast<std::size_t>(col.slot)] = checked(col, smi_value(col, f, text));
         break;
-      case ColumnKind::kIgnored: break;
+      case ColumnKind::kIgnored:
+      case ColumnKind::kDate:  // nvidia-smi dmon only
+      case ColumnKind::kTime: break;
     }
   }
   if (!have_timestamps_) {
