@@ -11,6 +11,11 @@
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
 //                                      4/5/6/8/12 x seeds 0-99: false finds, wrong finds (verbose:
 //                                      every find with its reason)
+//   detect_bench --eval-real [--seeds N] [--verbose]   issue 23: real traces and variants, varied
+//                                      synthetic runs and nulls; ours, published, plain ACF; the
+//                                      confident-wrong count first (bench/detect_eval_real.hpp)
+//   detect_bench --null-real [--count N] [--verbose]   phase-randomised and block-scrambled copies
+//                                      of every shared trace's training region: false finds
 //   detect_bench --variants [--seeds N] [--only TEXT] [--json FILE] [--verbose] [--write DIR]   the six real
 //                                      traces as another run or collector would give them
 //                                      (decimated, averaged, cropped, fewer channels, jittered,
@@ -42,6 +47,7 @@
 #include "eval/published.hpp"
 #include "eval/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
+#include "detect_eval_real.hpp"
 
 namespace epochcast {
 namespace {
@@ -606,6 +612,22 @@ int main(int argc, char** argv) {
           if (std::strcmp(argv[j], "--write") == 0 && j + 1 < argc) write_dir = argv[j + 1];
         }
         return epochcast::run_variants(seeds_given ? seeds : 3, json_path, only, verbose, write_dir);
+      }
+      if (std::strcmp(argv[i], "--eval-real") == 0) {
+        bool verbose = false, seeds_given = false;
+        for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
+        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
+        return epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose);
+      }
+      if (std::strcmp(argv[i], "--calibrate") == 0) return epochcast::eval::run_calibrate(seeds);
+      if (std::strcmp(argv[i], "--null-real") == 0) {
+        bool verbose = false;
+        int count = 100;
+        for (int j = 1; j < argc; ++j) {
+          verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
+          if (std::strcmp(argv[j], "--count") == 0 && j + 1 < argc) count = std::max(1, std::atoi(argv[j + 1]));
+        }
+        return epochcast::eval::run_null_real(count, verbose);
       }
       if (std::strcmp(argv[i], "--null") == 0)
         return epochcast::run_null(i + 1 < argc && std::strcmp(argv[i + 1], "--verbose") == 0);

@@ -66,7 +66,7 @@ void run_collect(const CollectArgs& args) {
   options.interval = std::chrono::milliseconds(args.interval_ms);
   options.duration_s = args.duration_s;
   try {
-    options.gpus = parse_gpu_list(args.gpu);
+    options.gpus = collect::parse_gpu_list(args.gpu);
   } catch (const Error& e) {
     throw Error(e.code(), std::string("--gpu: ") + e.what());
   }

@@ -43,7 +43,7 @@ std::string tags_of(NvmlQuery q) {
 
 }  // namespace
 
-std::vector<unsigned> parse_gpu_list(std::string_view text) {
+std::vector<unsigned> collect::parse_gpu_list(std::string_view text) {
   std::vector<unsigned> out;
   if (text == "all") return out;
   auto bad = [&](const std::string& why) {

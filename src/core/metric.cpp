@@ -19,32 +19,32 @@ constexpr double kMiBCap = 1 << 30;  // 1 PiB in MiB
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // clang-format off
 constexpr std::array<MetricInfo, kMetricCount> kTable{{
-  // id                  tag                       unit     nvidia-smi field                 dmon     dcgm  exporter name                           NVML call                                  dataset prefix               host
-  {M::kGpuUtil,          "gpu_util_pct",          "%",     "utilization.gpu",               "GPUTL", 203,  "DCGM_FI_DEV_GPU_UTIL",                  "nvmlDeviceGetUtilizationRates",           "utilization_gpu",           false, 0,   100},
-  {M::kMemUtil,          "mem_util_pct",          "%",     "utilization.memory",            "MCUTL", 204,  "DCGM_FI_DEV_MEM_COPY_UTIL",             "nvmlDeviceGetUtilizationRates",           "utilization_memory",        false, 0,   100},
-  {M::kPower,            "power_w",               "W",     "power.draw",                    "POWER", 155,  "DCGM_FI_DEV_POWER_USAGE",               "nvmlDeviceGetPowerUsage",                 "power_drawW",               false, 0,   5e3},
-  {M::kSmClock,          "sm_clock_mhz",          "MHz",   "clocks.current.sm",             "SMCLK", 100,  "DCGM_FI_DEV_SM_CLOCK",                  "nvmlDeviceGetClockInfo",                  "clocks_current_smMHz",      false, 0,   1e5},
-  {M::kGraphicsClock,    "graphics_clock_mhz",    "MHz",   "clocks.current.graphics",       "",      0,    "",                                      "nvmlDeviceGetClockInfo",                  "clocks_current_graphicsMHz",false, 0,   1e5},
-  {M::kMemClock,         "mem_clock_mhz",         "MHz",   "clocks.current.memory",         "MMCLK", 101,  "DCGM_FI_DEV_MEM_CLOCK",                 "nvmlDeviceGetClockInfo",                  "clocks_current_memoryMHz",  false, 0,   1e5},
-  {M::kMemUsed,          "mem_used_mib",          "MiB",   "memory.used",                   "FBUSD", 252,  "DCGM_FI_DEV_FB_USED",                   "nvmlDeviceGetMemoryInfo",                 "memory_usedMiB",            false, 0,   kMiBCap},
-  {M::kMemFree,          "mem_free_mib",          "MiB",   "memory.free",                   "FBFRE", 251,  "DCGM_FI_DEV_FB_FREE",                   "nvmlDeviceGetMemoryInfo",                 "memory_freeMiB",            false, 0,   kMiBCap},
-  {M::kMemTotal,         "mem_total_mib",         "MiB",   "memory.total",                  "FBTTL", 250,  "DCGM_FI_DEV_FB_TOTAL",                  "nvmlDeviceGetMemoryInfo",                 "memory_totalMiB",           false, 0,   kMiBCap},
-  {M::kTemperature,      "temperature_c",         "C",     "temperature.gpu",               "TMPTR", 150,  "DCGM_FI_DEV_GPU_TEMP",                  "nvmlDeviceGetTemperature",                "temperature_gpu",           false, 0,   250},
-  {M::kEnergy,           "energy_mj",             "mJ",    "",                              "TOTEC", 156,  "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",  "nvmlDeviceGetTotalEnergyConsumption",     "",                          false, 0,   kInf},
-  {M::kClockEventReasons,"clock_event_reasons",   "",      "clocks_event_reasons.active",   "",      112,  "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",    "nvmlDeviceGetCurrentClocksEventReasons",  "",                          false, 0,   0x1p64},
-  {M::kPstate,           "pstate",                "",      "pstate",                        "",      190,  "DCGM_FI_DEV_PSTATE",                    "nvmlDeviceGetPerformanceState",           "",                          false, 0,   32},
-  {M::kPcieLinkGen,      "pcie_link_gen",         "",      "pcie.link.gen.current",         "",      235,  "DCGM_FI_DEV_PCIE_LINK_GEN",             "nvmlDeviceGetCurrPcieLinkGeneration",     "",                          false, 0,   32},
-  {M::kPcieTx,           "pcie_tx_bps",           "B/s",   "",                              "PCITX", 1009, "DCGM_FI_PROF_PCIE_TX_BYTES",            "nvmlDeviceGetPcieThroughput",             "",                          false, 0,   1e13},
-  {M::kPcieRx,           "pcie_rx_bps",           "B/s",   "",                              "PCIRX", 1010, "DCGM_FI_PROF_PCIE_RX_BYTES",            "nvmlDeviceGetPcieThroughput",             "",                          false, 0,   1e13},
-  {M::kGrEngineActive,   "gr_engine_active_ratio","ratio", "",                              "GRACT", 1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE",         "",                                        "",                          false, 0,   1},
-  {M::kSmActive,         "sm_active_ratio",       "ratio", "",                              "SMACT", 1002, "DCGM_FI_PROF_SM_ACTIVE",                "",                                        "",                          false, 0,   1},
-  {M::kSmOccupancy,      "sm_occupancy_ratio",    "ratio", "",                              "SMOCC", 1003, "DCGM_FI_PROF_SM_OCCUPANCY",             "",                                        "",                          false, 0,   1},
-  {M::kTensorActive,     "tensor_active_ratio",   "ratio", "",                              "TENSO", 1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",       "",                                        "",                          false, 0,   1},
-  {M::kDramActive,       "dram_active_ratio",     "ratio", "",                              "DRAMA", 1005, "DCGM_FI_PROF_DRAM_ACTIVE",              "",                                        "",                          false, 0,   1},
-  {M::kHostCpuUtil,      "host_cpu_util_pct",     "%",     "",                              "",      0,    "",                                      "",                                        "",                          true, 0,   100},
-  {M::kHostMemUsed,      "host_mem_used_mib",     "MiB",   "",                              "",      0,    "",                                      "",                                        "",                          true, 0,   kMiBCap},
-  {M::kMemTemperature,   "mem_temperature_c",     "C",     "temperature.memory",            "",      140,  "DCGM_FI_DEV_MEMORY_TEMP",               "nvmlDeviceGetTemperature",                "",                          false, 0,   250},
-  {M::kPowerLimit,       "power_limit_w",         "W",     "enforced.power.limit",          "",      164,  "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",      "nvmlDeviceGetEnforcedPowerLimit",         "",                          false, 0,   5e3},
+  // id                   tag                       unit     nvidia-smi field               dmon     dcgm  exporter name                           dataset prefix                host   epochs limits
+  {M::kGpuUtil,           "gpu_util_pct",           "%",     "utilization.gpu",             "GPUTL", 203,  "DCGM_FI_DEV_GPU_UTIL",                 "utilization_gpu",            false, true,  0, 100},
+  {M::kMemUtil,           "mem_util_pct",           "%",     "utilization.memory",          "MCUTL", 204,  "DCGM_FI_DEV_MEM_COPY_UTIL",            "utilization_memory",         false, true,  0, 100},
+  {M::kPower,             "power_w",                "W",     "power.draw",                  "POWER", 155,  "DCGM_FI_DEV_POWER_USAGE",              "power_drawW",                false, true,  0, 5e3},
+  {M::kSmClock,           "sm_clock_mhz",           "MHz",   "clocks.current.sm",           "SMCLK", 100,  "DCGM_FI_DEV_SM_CLOCK",                 "clocks_current_smMHz",       false, true,  0, 1e5},
+  {M::kGraphicsClock,     "graphics_clock_mhz",     "MHz",   "clocks.current.graphics",     "",      0,    "",                                     "clocks_current_graphicsMHz", false, false, 0, 1e5},
+  {M::kMemClock,          "mem_clock_mhz",          "MHz",   "clocks.current.memory",       "MMCLK", 101,  "DCGM_FI_DEV_MEM_CLOCK",                "clocks_current_memoryMHz",   false, true,  0, 1e5},
+  {M::kMemUsed,           "mem_used_mib",           "MiB",   "memory.used",                 "FBUSD", 252,  "DCGM_FI_DEV_FB_USED",                  "memory_usedMiB",             false, true,  0, kMiBCap},
+  {M::kMemFree,           "mem_free_mib",           "MiB",   "memory.free",                 "FBFRE", 251,  "DCGM_FI_DEV_FB_FREE",                  "memory_freeMiB",             false, false, 0, kMiBCap},
+  {M::kMemTotal,          "mem_total_mib",          "MiB",   "memory.total",                "FBTTL", 250,  "DCGM_FI_DEV_FB_TOTAL",                 "memory_totalMiB",            false, false, 0, kMiBCap},
+  {M::kTemperature,       "temperature_c",          "C",     "temperature.gpu",             "TMPTR", 150,  "DCGM_FI_DEV_GPU_TEMP",                 "temperature_gpu",            false, false, 0, 250},
+  {M::kEnergy,            "energy_mj",              "mJ",    "",                            "TOTEC", 156,  "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "",                           false, false, 0, kInf},
+  {M::kClockEventReasons, "clock_event_reasons",    "",      "clocks_event_reasons.active", "",      112,  "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",   "",                           false, false, 0, 0x1p64},
+  {M::kPstate,            "pstate",                 "",      "pstate",                      "",      190,  "DCGM_FI_DEV_PSTATE",                   "",                           false, false, 0, 32},
+  {M::kPcieLinkGen,       "pcie_link_gen",          "",      "pcie.link.gen.current",       "",      235,  "DCGM_FI_DEV_PCIE_LINK_GEN",            "",                           false, false, 0, 32},
+  {M::kPcieTx,            "pcie_tx_bps",            "B/s",   "",                            "PCITX", 1009, "DCGM_FI_PROF_PCIE_TX_BYTES",           "",                           false, true,  0, 1e13},
+  {M::kPcieRx,            "pcie_rx_bps",            "B/s",   "",                            "PCIRX", 1010, "DCGM_FI_PROF_PCIE_RX_BYTES",           "",                           false, true,  0, 1e13},
+  {M::kGrEngineActive,    "gr_engine_active_ratio", "ratio", "",                            "GRACT", 1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE",        "",                           false, true,  0, 1},
+  {M::kSmActive,          "sm_active_ratio",        "ratio", "",                            "SMACT", 1002, "DCGM_FI_PROF_SM_ACTIVE",               "",                           false, true,  0, 1},
+  {M::kSmOccupancy,       "sm_occupancy_ratio",     "ratio", "",                            "SMOCC", 1003, "DCGM_FI_PROF_SM_OCCUPANCY",            "",                           false, true,  0, 1},
+  {M::kTensorActive,      "tensor_active_ratio",    "ratio", "",                            "TENSO", 1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",      "",                           false, true,  0, 1},
+  {M::kDramActive,        "dram_active_ratio",      "ratio", "",                            "DRAMA", 1005, "DCGM_FI_PROF_DRAM_ACTIVE",             "",                           false, true,  0, 1},
+  {M::kHostCpuUtil,       "host_cpu_util_pct",      "%",     "",                            "",      0,    "",                                     "",                           true,  true,  0, 100},
+  {M::kHostMemUsed,       "host_mem_used_mib",      "MiB",   "",                            "",      0,    "",                                     "",                           true,  true,  0, kMiBCap},
+  {M::kMemTemperature,    "mem_temperature_c",      "C",     "temperature.memory",          "",      140,  "DCGM_FI_DEV_MEMORY_TEMP",              "",                           false, false, 0, 250},
+  {M::kPowerLimit,        "power_limit_w",          "W",     "enforced.power.limit",        "",      164,  "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",     "",                           false, false, 0, 5e3},
 }};
 // clang-format on
 
@@ -113,10 +113,6 @@ std::optional<Metric> metric_by_dcgm_name(std::string_view name) {
 std::optional<Metric> metric_by_dcgm_field_id(int id) {
   if (id <= 0) return std::nullopt;
   return find_if([&](const MetricInfo& r) { return r.dcgm_field_id == id; });
-}
-std::optional<Metric> metric_by_dataset_name(std::string_view name) {
-  if (name.empty()) return std::nullopt;
-  return find_if([&](const MetricInfo& r) { return r.dataset_name == name; });
 }
 
 namespace {

@@ -9,6 +9,9 @@ namespace epochcast::detail {
 // Whether propose_periods may leave out fine ACF levels beyond the coarse levels' bracket
 // whose probe shows nothing that could count (on by default); returns the previous setting. Tests compare both ways.
 bool set_acf_level_skip(bool on);
+// Whether the whole-region search arbitrates (on by default; issue 23); off gives the detector
+// as it was before it (the "before" column of detect_bench --eval-real). Returns the previous setting.
+bool set_region_arbitration(bool on);
 // How many pyramid levels' ACF the last propose_periods on this thread left out.
 std::size_t last_skipped_acf_levels();
 // The flicker check's epoch-profile amplitude of `raw` at `period_samples` (samples). With

@@ -28,9 +28,12 @@ struct SamplerOptions {
   std::chrono::milliseconds max_behind{1000};
 };
 
-// "all" (empty: every GPU), "N" or "N,M,…". Error(kInvalidArgument) naming the text for
-// anything else, a GPU listed twice included (it would give every row twice).
+namespace collect {
+// NVML device indices to sample: "all" (empty: every GPU), "N" or "N,M,…". Error(kInvalidArgument)
+// naming the text for anything else, a GPU listed twice included (it would give every row
+// twice). (The service's parse_gpu_list reads catalog ids.)
 [[nodiscard]] std::vector<unsigned> parse_gpu_list(std::string_view text);
+}  // namespace collect
 
 // One GPU's values at one tick.
 struct GpuSample {

@@ -48,9 +48,12 @@ struct MetricInfo {
   std::string_view dmon_name;    // dcgmi dmon short column name, "" if none
   int dcgm_field_id;             // DCGM field id, 0 if none
   std::string_view dcgm_name;    // dcgm-exporter / Prometheus metric name, "" if none
-  std::string_view nvml_call;    // NVML function that reads it, "" if none
   std::string_view dataset_name; // column prefix in the public dataset ("power_drawW"), "" if none
   bool host;                     // a host (not GPU) metric
+  // Whether epoch detection may vote on it: it rises and falls with the work of each step
+  // (utilisation, power, clocks, memory in use, PCIe, DCGM activity, host CPU and memory), not
+  // a setting or a slow drift (graphics clock, free/total memory, temperature, energy, p-state).
+  bool may_carry_epochs;
   double min_value;              // physical limits of a reading, canonical unit: outside them
   double max_value;              //   it is impossible (util 250 %, negative power)
 };
@@ -71,7 +74,6 @@ struct MetricInfo {
 [[nodiscard]] std::optional<Metric> metric_by_dmon_name(std::string_view short_name);
 [[nodiscard]] std::optional<Metric> metric_by_dcgm_name(std::string_view exporter_name);
 [[nodiscard]] std::optional<Metric> metric_by_dcgm_field_id(int field_id);
-[[nodiscard]] std::optional<Metric> metric_by_dataset_name(std::string_view prefix);
 
 // Names in sources that have no column of their own in the table, with the factor from the
 // source's unit to the canonical one.

@@ -55,17 +55,4 @@ struct FeatureRow {
 // Error(kInvalidArgument) when the segmentation holds no epoch.
 [[nodiscard]] FeatureRow extract_features(const Trace& trace, const Segmentation& segmentation);
 
-// Builds a FeatureRow from named columns (a dataset row): `lookup(name)` returns the cell for
-// a feature name, nullopt when the column is absent (the feature stays NaN).
-template <typename Lookup>
-FeatureRow feature_row_from_columns(Lookup&& lookup) {
-  FeatureRow row;
-  const auto& names = feature_names();
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    std::optional<double> v = lookup(names[i]);
-    if (v) row.values[i] = *v;
-  }
-  return row;
-}
-
 }  // namespace epochcast

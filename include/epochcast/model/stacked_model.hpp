@@ -117,10 +117,10 @@ class StackedModel {
   [[nodiscard]] const std::string& data_fingerprint() const { return data_fingerprint_; }
 
  private:
-  friend StackedModel fit_model(const Dataset&, const GpuCatalog&, const FitOptions&, ProgressFn);
+  // The fit builds the state and the model file reads and writes it; nothing else (fit_model
+  // and save_model go through these).
   friend StackedModel fit_model_on_pairs(const Dataset&, const std::vector<RunPair>&,
                                          const GpuCatalog&, const FitOptions&, ProgressFn);
-  friend void save_model(const StackedModel&, const std::string&);
   friend std::string model_to_json(const StackedModel&);
   friend StackedModel model_from_json(std::string_view, const std::string&);
 

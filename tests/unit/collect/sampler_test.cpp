@@ -257,12 +257,12 @@ TEST(Sampler, GpuListedTwiceIsRefused) {
 }
 
 TEST(ParseGpuList, AllSingleListAndErrors) {
-  EXPECT_TRUE(parse_gpu_list("all").empty());
-  EXPECT_EQ(parse_gpu_list("3"), (std::vector<unsigned>{3}));
-  EXPECT_EQ(parse_gpu_list("0,2,1"), (std::vector<unsigned>{0, 2, 1}));
+  EXPECT_TRUE(collect::parse_gpu_list("all").empty());
+  EXPECT_EQ(collect::parse_gpu_list("3"), (std::vector<unsigned>{3}));
+  EXPECT_EQ(collect::parse_gpu_list("0,2,1"), (std::vector<unsigned>{0, 2, 1}));
   for (const char* bad : {"", "0,0", "1,2,1", "a", "1,", ",1", "-1", "1.5", "0 ,1", "99999999999"}) {
     try {
-      (void)parse_gpu_list(bad);
+      (void)collect::parse_gpu_list(bad);
       ADD_FAILURE() << "'" << bad << "' accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << bad;
@@ -270,7 +270,7 @@ TEST(ParseGpuList, AllSingleListAndErrors) {
     }
   }
   try {
-    (void)parse_gpu_list("0,0");
+    (void)collect::parse_gpu_list("0,0");
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("GPU 0 is listed twice"), std::string::npos) << e.what();
   }

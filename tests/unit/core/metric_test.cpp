@@ -16,9 +16,24 @@ TEST(MetricTable, EveryNameMapsBackToItsRow) {
     if (!row.dmon_name.empty()) EXPECT_EQ(metric_by_dmon_name(row.dmon_name), row.id) << row.tag;
     if (!row.dcgm_name.empty()) EXPECT_EQ(metric_by_dcgm_name(row.dcgm_name), row.id) << row.tag;
     if (row.dcgm_field_id > 0) EXPECT_EQ(metric_by_dcgm_field_id(row.dcgm_field_id), row.id);
-    if (!row.dataset_name.empty())
-      EXPECT_EQ(metric_by_dataset_name(row.dataset_name), row.id) << row.tag;
   }
+}
+
+// The channels detection may vote on: the 15 its own list held when the table took them over
+// (src/epoch/detect.cpp kUsable, main 9c748ce). A change here changes what detection reads.
+TEST(MetricTable, MayCarryEpochsIsTheDetectorsChannelSet) {
+  std::set<Metric> carry;
+  for (const auto& row : metric_table())
+    if (row.may_carry_epochs) carry.insert(row.id);
+  const std::set<Metric> expected = {Metric::kGpuUtil,      Metric::kMemUtil,        Metric::kPower,
+                                     Metric::kSmClock,      Metric::kMemClock,       Metric::kMemUsed,
+                                     Metric::kHostCpuUtil,  Metric::kHostMemUsed,    Metric::kPcieTx,
+                                     Metric::kPcieRx,       Metric::kGrEngineActive, Metric::kSmActive,
+                                     Metric::kSmOccupancy,  Metric::kTensorActive,   Metric::kDramActive};
+  EXPECT_EQ(carry, expected);
+  // A setting or a slow drift is no epoch signal.
+  for (Metric m : {Metric::kMemTotal, Metric::kTemperature, Metric::kEnergy, Metric::kPstate})
+    EXPECT_FALSE(info(m).may_carry_epochs) << info(m).tag;
 }
 
 TEST(MetricTable, TagsAreUnique) {
