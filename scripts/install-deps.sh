@@ -3,18 +3,23 @@
 # Run as root (or with sudo available). Safe to run again: apt-get skips what is there.
 set -euo pipefail
 
+# `install-deps.sh build`: only what building the CLI needs (README command 1); no argument: all.
 packages=(
   # build
   cmake g++ make pkg-config git
   # libraries (only Debian packages; nothing is downloaded at build or run time)
-  libxgboost-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libfmt-dev
+  libxgboost-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
   libsqlite3-dev  # the job store (src/store)
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-pandas python3-scipy python3-sklearn
-  # integration tests: a real Prometheus server and a real browser
-  prometheus chromium fonts-liberation
 )
+if [ "${1:-all}" != build ]; then
+  packages+=(
+    # tests and benchmarks; dpkg-dev: cpack's .deb (dpkg-shlibdeps)
+    libgtest-dev libgmock-dev libbenchmark-dev dpkg-dev
+    python3 python3-numpy python3-pandas python3-scipy python3-sklearn
+    # integration tests: a real Prometheus server and a real browser
+    prometheus chromium fonts-liberation
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+BUILD_TESTS=ON BUILD_BENCH=ON scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -LE gpu -j"$(nproc)"

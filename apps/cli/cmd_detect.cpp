@@ -38,7 +38,16 @@ struct DetectArgs {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted = true; }
 
+// A guessed clock makes every period a guess too: said before anything else.
+std::string assumed_clock_line(const Trace& trace) {
+  if (trace.diagnostics.time_axis != TimeAxis::kAssumedInterval) return {};
+  return fmt::format("assumed      samples {:g} s apart: the log has no timestamps and states no interval; every time "
+                     "below scales with it (pass --interval S)\n",
+                     trace.diagnostics.interval_s);
+}
+
 void print_table(const Trace& trace, const Segmentation& seg) {
+  std::cout << assumed_clock_line(trace);
   std::cout << fmt::format("{:<12} {} ({}{}{})\n", "trace", trace.source, trace.format,
                            trace.gpu.name.empty() ? "" : ", ", trace.gpu.name);
   std::cout << fmt::format("{:<12} {} samples, every {:.3g} s, {:.1f} s\n", "samples", trace.size(),
@@ -191,6 +200,7 @@ void run(const DetectArgs& args) {
   if (args.json) {
     auto j = to_json(seg);
     j["warnings"] = trace.diagnostics.warnings;  // what the reader had to do (as `info` and `predict` carry)
+    if (trace.diagnostics.time_axis == TimeAxis::kAssumedInterval) j["assumed_interval_s"] = trace.diagnostics.interval_s;
     std::cout << dump_json(j, 2) << "\n";
   } else {
     print_table(trace, seg);

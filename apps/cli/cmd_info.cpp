@@ -59,6 +59,10 @@ nlohmann::json to_json(const Trace& t, const std::vector<ChannelSummary>& channe
   j["duration_s"] = t.duration_s();
   j["median_interval_s"] = t.median_interval_s();
   j["max_interval_s"] = t.max_interval_s();
+  j["clock"] = t.diagnostics.time_axis == TimeAxis::kTimestamps        ? "timestamps"
+               : t.diagnostics.time_axis == TimeAxis::kStatedInterval ? "stated_interval"
+                                                                       : "assumed_interval";
+  j["epoch_markers_s"] = t.epoch_markers_s;
   j["gaps"] = d.gaps;
   j["rows_read"] = d.rows_read;
   j["rows_skipped"] = d.rows_skipped;
@@ -101,6 +105,11 @@ void print_table(const Trace& t, const std::vector<ChannelSummary>& channels, st
   row("first", t.first_timestamp.empty() ? "(no timestamps)" : t.first_timestamp);
   row("duration", fmt::format("{:.3f} s", t.duration_s()));
   row("interval", fmt::format("median {:.3f} s, max {:.3f} s", t.median_interval_s(), t.max_interval_s()));
+  if (d.time_axis != TimeAxis::kTimestamps)
+    row("clock", fmt::format("no timestamps: samples {:g} s apart, {}", d.interval_s,
+                             d.time_axis == TimeAxis::kAssumedInterval ? "assumed (pass --interval S)" : "as stated"));
+  if (!t.epoch_markers_s.empty())
+    row("markers", fmt::format("{} epoch ends written by the job (--epochs-from markers)", t.epoch_markers_s.size()));
   row("gaps", fmt::format("{} (longer than 3x the median interval)", d.gaps));
   row("rows", fmt::format("{} read{}, {} skipped{}", d.rows_read,
                           t.gpus_in_source.size() > 1 ? fmt::format(" (all {} GPUs)", t.gpus_in_source.size()) : "",

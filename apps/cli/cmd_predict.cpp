@@ -32,6 +32,7 @@ struct PredictCliOptions {
   std::string job, store;  // job store (docs/store.md)
   std::string catalog;
   std::string precision = "auto";
+  std::string epochs_from = "detect";
   TraceInputOptions input;
 };
 
@@ -81,6 +82,7 @@ void run_predict(const PredictCliOptions& o) {
   request.min_detection_confidence = o.min_confidence;
   request.job_key = o.job;
   request.precision = o.precision;
+  request.epochs_from_markers = o.epochs_from == "markers";
   request.validate();  // before minutes of fitting the default model
 
   const Service service(config);
@@ -139,6 +141,11 @@ void add_predict_command(CLI::App& app) {
                   "accept a detected period at or above this confidence; lower takes weaker evidence, "
                   "with wider intervals and a warning")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--epochs-from", opts->epochs_from,
+                  "where the source epoch time comes from: detect (the metrics), or markers (the job's own epoch "
+                  "counter in a W&B or MLflow export; detection is reported beside it)")
+      ->check(CLI::IsMember({"detect", "markers"}))
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");

@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "completion.hpp"
+#include "epochcast/core/data_dir.hpp"
+#include "epochcast/core/did_you_mean.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/request.hpp"
 
@@ -43,6 +46,17 @@ int check_stdout() {
   return epochcast::exit_status(epochcast::ErrorCode::kIo);
 }
 
+// `epochcast predcit …`: the command meant, when a known one is near the word given.
+std::string unknown_command(const CLI::App& app, const std::string& word) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  const auto near = epochcast::closest_name(word, names);
+  std::string commands;
+  for (const auto& n : names) commands += (commands.empty() ? "" : ", ") + n;
+  return "unknown command '" + word + "'" + (near ? "; did you mean '" + *near + "'?" : "") +
+         " (commands: " + commands + "; epochcast --help)";
+}
+
 }  // namespace
 
 namespace epochcast::cli {
@@ -69,7 +83,9 @@ std::string flag_for_field(std::string_view field) {
 int main(int argc, char** argv) {
   CLI::App app{"epochcast: predict the epoch time of a training job on every GPU type\n"
                "from the hardware metrics of one run."};
-  app.set_version_flag("--version", EPOCHCAST_VERSION);
+  app.name("epochcast");
+  // The data folder in use, so an installed copy can be seen to read its own share/epochcast.
+  app.set_version_flag("--version", std::string("epochcast ") + EPOCHCAST_VERSION + "\ndata " + epochcast::data_dir());
   app.require_subcommand(1);
   epochcast::cli::add_info_command(app);
   epochcast::cli::add_detect_command(app);
@@ -79,12 +95,25 @@ int main(int argc, char** argv) {
   epochcast::cli::add_collect_command(app);
   epochcast::cli::add_serve_command(app);
   epochcast::cli::add_jobs_command(app);
+  epochcast::cli::add_completion_command(app);
+
+  // A bare call is a request for help, not a mistake.
+  if (argc == 1) {
+    std::cout << app.help();
+    return 0;
+  }
 
   const bool json = wants_json(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
+    // The first word names no command: say which one was meant.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+      bool known = false;
+      for (const CLI::App* sub : app.get_subcommands({})) known |= sub->get_name() == argv[1];
+      if (!known) return report(json, "invalid_argument", unknown_command(app, argv[1]), 2);
+    }
     return report(json, "invalid_argument", e.what(), 2);
   } catch (const epochcast::FieldError& e) {
     // The library names the request field; the CLI says the flag.

@@ -17,8 +17,12 @@
 namespace epochcast::cli {
 
 void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
-  cmd->add_option("--format", opts.format, "trace format: auto (from content), nvidia-smi, dcgmi, csv")
-      ->check(CLI::IsMember({"auto", "nvidia-smi", "smi", "dcgmi", "dmon", "csv", "canonical"}))
+  cmd->add_option("--format", opts.format,
+                  "trace format: auto (from content), nvidia-smi, nvidia-smi-dmon, dcgmi, prometheus-text, dcgm-csv, "
+                  "grafana-csv, query-range-json, wandb, mlflow, csv")
+      ->check(CLI::IsMember({"auto", "nvidia-smi", "smi", "dcgmi", "dmon", "csv", "canonical", "nvidia-smi-dmon",
+                             "smi-dmon", "prometheus-text", "metrics", "dcgm-csv", "grafana-csv", "grafana",
+                             "query-range-json", "json", "wandb", "mlflow"}))
       ->capture_default_str();
   cmd->add_option("--gpu", opts.gpu, "GPU index to read when the log interleaves several (default: the busiest)")
       ->check(kNotNegative);  // -1 is "not given" inside
@@ -28,7 +32,8 @@ void add_trace_options(CLI::App* cmd, TraceInputOptions& opts) {
                   "nvidia-smi --query-gpu field list of a csv,noheader log, e.g. timestamp,index,utilization.gpu");
   cmd->add_flag("--progress", opts.progress, "show reading progress on stderr (default: only on a terminal)");
   cmd->add_option("--interval", opts.interval_s,
-                  "sampling interval in seconds for logs without timestamps (dcgmi dmon; default: its -d, else 1)");
+                  "sampling interval in seconds for logs without timestamps (dcgmi or nvidia-smi dmon, appended scrapes); "
+                  "without it (or a dcgmi -d comment) predict refuses such a log");
   add_prometheus_options(cmd, opts);
 }
 

@@ -43,6 +43,8 @@ constexpr std::array<MetricInfo, kMetricCount> kTable{{
   {M::kDramActive,        "dram_active_ratio",      "ratio", "",                            "DRAMA", 1005, "DCGM_FI_PROF_DRAM_ACTIVE",             "",                           false, true,  0, 1},
   {M::kHostCpuUtil,       "host_cpu_util_pct",      "%",     "",                            "",      0,    "",                                     "",                           true,  true,  0, 100},
   {M::kHostMemUsed,       "host_mem_used_mib",      "MiB",   "",                            "",      0,    "",                                     "",                           true,  true,  0, kMiBCap},
+  {M::kMemTemperature,    "mem_temperature_c",      "C",     "temperature.memory",          "",      140,  "DCGM_FI_DEV_MEMORY_TEMP",              "",                           false, false, 0, 250},
+  {M::kPowerLimit,        "power_limit_w",          "W",     "enforced.power.limit",        "",      164,  "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",     "",                           false, false, 0, 5e3},
 }};
 // clang-format on
 
@@ -91,6 +93,13 @@ std::optional<Metric> metric_by_smi_name(std::string_view name) {
   if (name.empty()) return std::nullopt;
   // nvidia-smi accepts the older spelling "clocks_throttle_reasons.active" too.
   if (name == "clocks_throttle_reasons.active") return Metric::kClockEventReasons;
+  // Newer drivers (535+) split power.draw into .instant (one reading) and .average (1 s mean);
+  // nvidia-smi accepts the short clock names (`--help-query-gpu`) and power.limit for the cap.
+  if (name == "power.draw.instant" || name == "power.draw.average") return Metric::kPower;
+  if (name == "clocks.sm") return Metric::kSmClock;
+  if (name == "clocks.mem") return Metric::kMemClock;
+  if (name == "clocks.gr") return Metric::kGraphicsClock;
+  if (name == "power.limit") return Metric::kPowerLimit;
   return find_if([&](const MetricInfo& r) { return r.smi_name == name; });
 }
 std::optional<Metric> metric_by_dmon_name(std::string_view name) {
@@ -105,5 +114,56 @@ std::optional<Metric> metric_by_dcgm_field_id(int id) {
   if (id <= 0) return std::nullopt;
   return find_if([&](const MetricInfo& r) { return r.dcgm_field_id == id; });
 }
+
+namespace {
+
+struct Alias {
+  std::string_view name;
+  Metric metric;
+  double factor;
+};
+
+std::optional<SourceMetric> find_alias(std::span<const Alias> aliases, std::string_view name) {
+  for (const Alias& a : aliases)
+    if (a.name == name) return SourceMetric{a.metric, a.factor};
+  return std::nullopt;
+}
+
+// nvidia-smi dmon (`nvidia-smi dmon --help`): -s p power/temperature, u utilisation, c clocks
+// (pclk: the processor, i.e. graphics clock), m frame buffer (MB = MiB), t PCIe throughput (MB/s).
+constexpr Alias kSmiDmon[] = {
+    {"pwr", M::kPower, 1},           {"gtemp", M::kTemperature, 1}, {"mtemp", M::kMemTemperature, 1},
+    {"sm", M::kGpuUtil, 1},          {"mem", M::kMemUtil, 1},       {"mclk", M::kMemClock, 1},
+    {"pclk", M::kGraphicsClock, 1},  {"fb", M::kMemUsed, 1},        {"rxpci", M::kPcieRx, 1e6},
+    {"txpci", M::kPcieTx, 1e6},
+};
+// wandb/sdk/internal/system/assets/gpu.py: per-GPU keys under system.gpu.N.
+constexpr Alias kWandbGpu[] = {
+    {"gpu", M::kGpuUtil, 1},          {"memory", M::kMemUtil, 1},
+    {"temp", M::kTemperature, 1},     {"powerWatts", M::kPower, 1},
+    {"smClock", M::kSmClock, 1},      {"memoryClock", M::kMemClock, 1},
+    {"graphicsClock", M::kGraphicsClock, 1},
+    {"memoryAllocatedBytes", M::kMemUsed, 1.0 / 1048576},
+    {"enforcedPowerLimitWatts", M::kPowerLimit, 1},
+};
+// mlflow/system_metrics/metrics/gpu_monitor.py: system/gpu_N_<key>; megabytes are 1e6 bytes.
+constexpr Alias kMlflowGpu[] = {
+    {"utilization_percentage", M::kGpuUtil, 1},
+    {"power_usage_watts", M::kPower, 1},
+    {"memory_usage_megabytes", M::kMemUsed, 1e6 / 1048576},
+};
+constexpr Alias kTrackerHost[] = {
+    {"system.cpu", M::kHostCpuUtil, 1},
+    {"system/cpu", M::kHostCpuUtil, 1},
+    {"system/cpu_utilization_percentage", M::kHostCpuUtil, 1},
+    {"system/system_memory_usage_megabytes", M::kHostMemUsed, 1e6 / 1048576},
+};
+
+}  // namespace
+
+std::optional<SourceMetric> metric_by_smi_dmon_name(std::string_view n) { return find_alias(kSmiDmon, n); }
+std::optional<SourceMetric> metric_by_wandb_gpu_key(std::string_view n) { return find_alias(kWandbGpu, n); }
+std::optional<SourceMetric> metric_by_mlflow_gpu_key(std::string_view n) { return find_alias(kMlflowGpu, n); }
+std::optional<SourceMetric> metric_by_tracker_host_key(std::string_view n) { return find_alias(kTrackerHost, n); }
 
 }  // namespace epochcast

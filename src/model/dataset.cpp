@@ -1,4 +1,5 @@
 #include "epochcast/model/dataset.hpp"
+#include "epochcast/core/data_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -251,9 +252,7 @@ Dataset load_dataset(const std::string& path, const GpuCatalog& catalog,
 }
 
 std::string default_dataset_path() {
-  if (const char* dir = std::getenv("EPOCHCAST_DATA_DIR"); dir && *dir)
-    return std::string(dir) + "/nvidiasmi_devicequery_all.csv";
-  return std::string(EPOCHCAST_DATA_DIR) + "/nvidiasmi_devicequery_all.csv";
+  return data_dir() + "/nvidiasmi_devicequery_all.csv";  // $EPOCHCAST_DATA_DIR, else beside the binary, else the build's
 }
 
 std::vector<RunPair> make_pairs(const Dataset& dataset) {

@@ -1,4 +1,5 @@
 #include "epochcast/model/gpu_catalog.hpp"
+#include "epochcast/core/data_dir.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -262,9 +263,7 @@ GpuCatalog load_gpu_catalog(const std::string& path) {
 }
 
 std::string default_gpu_catalog_path() {
-  if (const char* dir = std::getenv("EPOCHCAST_DATA_DIR"); dir && *dir)
-    return std::string(dir) + "/gpus.csv";
-  return std::string(EPOCHCAST_DATA_DIR) + "/gpus.csv";
+  return data_dir() + "/gpus.csv";  // $EPOCHCAST_DATA_DIR, else beside the binary, else the build's
 }
 
 }  // namespace epochcast

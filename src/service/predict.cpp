@@ -91,6 +91,44 @@ std::vector<GpuSpec> resolve_targets(const PredictRequest& request, const GpuSpe
   return targets;
 }
 
+// The job's own epoch ends (tracker exports: Trace::epoch_markers_s) are ground truth, kept apart
+// from detection: reported always, and the epoch time when the request asks for them.
+void use_epoch_markers(const Trace& trace, const PredictRequest& request, PredictReport& report, double& epoch_s) {
+  const Segmentation& seg = report.source.detected;
+  if (trace.epoch_markers_s.size() >= 2) {
+    std::vector<double> d;
+    for (std::size_t i = 1; i < trace.epoch_markers_s.size(); ++i)
+      d.push_back(trace.epoch_markers_s[i] - trace.epoch_markers_s[i - 1]);
+    std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+    report.source.marker_epoch_s = d[d.size() / 2];
+    report.source.markers = trace.epoch_markers_s.size();
+  }
+  if (!request.epochs_from_markers) {
+    if (report.source.marker_epoch_s > 0)
+      report.warnings.push_back(fmt::format("the trace carries the job's own epoch markers: {:.4g} s per epoch "
+                                            "({} markers); --epochs-from markers predicts from them",
+                                            report.source.marker_epoch_s, report.source.markers));
+    return;
+  }
+  if (report.source.marker_epoch_s <= 0)
+    throw FieldError("epochs_from", fmt::format("markers: {} carries {} epoch marker(s), at least 2 are needed (a "
+                                                "W&B `epoch` column, an MLflow `epoch` metric)",
+                                                trace.source, trace.epoch_markers_s.size()));
+  if (seg.found)
+    report.warnings.push_back(fmt::format("epoch time from the job's {} epoch markers: {:.4g} s; detection found "
+                                          "{:.4g} s ({:+.1f} %)",
+                                          report.source.markers, report.source.marker_epoch_s, seg.period_s,
+                                          100 * (seg.period_s / report.source.marker_epoch_s - 1)));
+  else
+    report.warnings.push_back(fmt::format("epoch time from the job's {} epoch markers: {:.4g} s; detection found "
+                                          "none ({})",
+                                          report.source.markers, report.source.marker_epoch_s, seg.reason));
+  epoch_s = report.source.marker_epoch_s;
+  report.source.epoch_time_from = "markers";
+  report.source.window_start_s = trace.epoch_markers_s.front();
+  report.source.window_end_s = trace.epoch_markers_s.back();
+}
+
 // The epoch time on the source and the window the features are computed over; 0 when there
 // is nothing to predict from (the report then says why).
 double choose_epoch_time(const Trace& trace, const PredictRequest& request, PredictReport& report) {
@@ -108,6 +146,7 @@ double choose_epoch_time(const Trace& trace, const PredictRequest& request, Pred
     report.source.window_start_s = 0;
     report.source.window_end_s = trace.duration_s();
   }
+  use_epoch_markers(trace, request, report, epoch_s);
   if (request.source_epoch_s > 0) {
     if (seg.found && std::abs(seg.period_s / request.source_epoch_s - 1) > kGivenEpochDisagreement)
       report.warnings.push_back(
@@ -196,6 +235,14 @@ void add_calibration_warning(PredictReport& report) {
 
 PredictReport Service::predict(const Trace& trace, const PredictRequest& request, StageTimes* times) const {
   request.validate();
+  // A guessed clock scales every epoch time and price by the unknown real interval (dcgmi dmon
+  // -d 100 read at the assumed 1 s: 299 s and $3.05 instead of 29.9 s and $0.31): no answer.
+  if (trace.diagnostics.time_axis == TimeAxis::kAssumedInterval)
+    throw FieldError("interval_s",
+                     fmt::format("is needed: {} has no timestamps and does not state its sampling interval, so every "
+                                 "epoch time and price would scale with a guess ({:g} s assumed); give the interval it "
+                                 "was logged at in seconds (dcgmi dmon -d 100 or nvidia-smi -lms 100: 0.1)",
+                                 trace.source, trace.diagnostics.interval_s));
   impl_->load();
   const Impl& s = *impl_;
   if (!request.job_key.empty() && !s.store)
@@ -225,7 +272,19 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const UncertaintyAssessment assessment =
       assess_uncertainty(trace, report.source.detected, features, *s.model, source, s.validation);
   report.uncertainty = assessment.terms;
-  for (const auto& w : assessment.warnings) report.warnings.push_back(w);
+  // Every extrapolated run carries several of these ("…; intervals widened"): one line says them all.
+  if (assessment.warnings.size() > 1) {
+    std::string folded = "intervals widened:";
+    for (std::size_t i = 0; i < assessment.warnings.size(); ++i) {
+      std::string_view w = assessment.warnings[i];
+      constexpr std::string_view kTail = "; intervals widened";
+      if (w.ends_with(kTail)) w.remove_suffix(kTail.size());
+      folded += fmt::format("{} ({}) {}", i ? ";" : "", i + 1, w);
+    }
+    report.warnings.push_back(std::move(folded));
+  } else {
+    for (const auto& w : assessment.warnings) report.warnings.push_back(w);
+  }
 
   t0 = std::chrono::steady_clock::now();
   for (const GpuSpec& target : targets) {

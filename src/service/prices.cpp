@@ -1,4 +1,5 @@
 #include "epochcast/service/prices.hpp"
+#include "epochcast/core/data_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -209,9 +210,7 @@ PriceCatalog load_price_catalog(const std::string& path) {
 }
 
 std::string default_price_catalog_path() {
-  if (const char* dir = std::getenv("EPOCHCAST_DATA_DIR"); dir && *dir)
-    return std::string(dir) + "/prices.csv";
-  return std::string(EPOCHCAST_DATA_DIR) + "/prices.csv";
+  return data_dir() + "/prices.csv";  // $EPOCHCAST_DATA_DIR, else beside the binary, else the build's
 }
 
 }  // namespace epochcast

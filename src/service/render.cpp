@@ -172,6 +172,8 @@ nlohmann::json to_json(const PredictReport& r) {
         {"trace", r.source.trace},
         {"measured_epoch_s", source_epoch_s > 0 ? number_or_null(source_epoch_s) : nlohmann::json(nullptr)},
         {"epoch_time_from", r.source.epoch_time_from},
+        {"marker_epoch_s", r.source.marker_epoch_s > 0 ? number_or_null(r.source.marker_epoch_s) : nlohmann::json(nullptr)},
+        {"epoch_markers", r.source.markers},
         {"in_training_data", r.source.in_training_data},
         {"features_window_s", {number_or_null(r.source.window_start_s), number_or_null(r.source.window_end_s)}},
         {"detected", to_json(r.source.detected)}}},
@@ -258,6 +260,10 @@ std::string render_table(const PredictReport& r) {
   out += fmt::format("Detected: {}\n", detection_line(src.detected));
   if (src.epoch_time_from == "given")
     out += fmt::format("Epoch:    {} on the source, as given with --epoch-s\n", format_duration(src.measured_epoch_s));
+  if (src.markers >= 2)
+    out += fmt::format("Markers:  {} per epoch on the source, from the job's own {} epoch markers{}\n",
+                       format_duration(src.marker_epoch_s), src.markers,
+                       src.epoch_time_from == "markers" ? " (used)" : " (not used: --epochs-from markers)");
   if (!r.model.empty()) out += fmt::format("Model:    {}; {}\n", r.model, validation_line(r.validation));
   if (!r.precision_rule.empty()) out += fmt::format("Precision: {}\n", r.precision_rule);
   out += "\n";

@@ -27,7 +27,10 @@ FieldError::FieldError(std::string field, std::string problem)
 
 void TraceRequest::validate() const {
   const auto parsed = trace_format_from_string(format);
-  if (!parsed) throw FieldError("format", fmt::format("'{}' is not one of auto, nvidia-smi, dcgmi, csv", format));
+  if (!parsed) throw FieldError("format", fmt::format("'{}' is not one of auto, nvidia-smi, nvidia-smi-dmon, dcgmi, "
+                                                     "prometheus-text, dcgm-csv, grafana-csv, query-range-json, wandb, "
+                                                     "mlflow, csv",
+                                                     format));
   if (gpu && *gpu < 0) throw FieldError("gpu", fmt::format("must not be negative, got {}", *gpu));
   // 0 is "not given"; written as a negation so NaN fails too.
   if (!(interval_s == 0 || (interval_s >= kMinIntervalS && interval_s <= kMaxIntervalS)))

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "epochcast/core/did_you_mean.hpp"
 #include "epochcast/core/error.hpp"
 #include "service_impl.hpp"
 #include "validation.hpp"
@@ -44,10 +45,14 @@ void Service::Impl::load() {
 GpuSpec Service::Impl::resolve_gpu(const std::string& name, const char* what) const {
   if (const GpuSpec* spec = catalog.find(name)) return *spec;
   if (auto spec = catalog.match_smi_name(name)) return *spec;
+  std::vector<std::string> ids;
+  for (const auto& g : catalog.gpus()) ids.push_back(g.id);
+  const auto near = closest_name(name, ids);
   throw Error(ErrorCode::kNotFound,
-              fmt::format("unknown {} GPU '{}'; nearest catalog ids: {} (add a row to the catalog, use an operator's "
-                          "catalog, or name the source GPU by its catalog id); the catalog ({}) has: {}",
-                          what, name, fmt::join(catalog.nearest_ids(name), ", "),
+              fmt::format("unknown {} GPU '{}'{}; nearest catalog ids: {} (add a row to the catalog, use an "
+                          "operator's catalog, or name the source GPU by its catalog id); the catalog ({}) has: {}",
+                          what, name, near ? fmt::format(" (did you mean {}?)", *near) : "",
+                          fmt::join(catalog.nearest_ids(name), ", "),
                           catalog.source().empty() ? "data/gpus.csv" : catalog.source(), catalog.ids_joined()));
 }
 

@@ -1,4 +1,5 @@
 #include "validation.hpp"
+#include "epochcast/core/data_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -17,9 +18,7 @@
 namespace epochcast {
 
 std::string default_validation_path() {
-  if (const char* dir = std::getenv("EPOCHCAST_DATA_DIR"); dir && *dir)
-    return std::string(dir) + "/model-validation.json";
-  return std::string(EPOCHCAST_DATA_DIR) + "/model-validation.json";
+  return data_dir() + "/model-validation.json";  // $EPOCHCAST_DATA_DIR, else beside the binary, else the build's
 }
 
 namespace {

@@ -157,7 +157,9 @@ void TraceParser::canonical_row(std::string_view text) {
         row_[static_cast<std::size_t>(col.slot)] = checked(col, v);
         break;
       }
-      case ColumnKind::kIgnored: break;
+      case ColumnKind::kIgnored:
+      case ColumnKind::kDate:  // nvidia-smi dmon only
+      case ColumnKind::kTime: break;
     }
   }
   commit_row(gpu_index, name, uuid, stamp, stamp_text);

@@ -203,8 +203,7 @@ void TraceParser::dmon_row(std::string_view text) {
     std::uint64_t ticks = 0;
     for (const auto& g : gpus_)
       if (g.id.index == gpu_index) ticks = g.ticks;
-    const double interval = options_.interval_s.value_or(dmon_interval_s_ > 0 ? dmon_interval_s_ : 1.0);
-    stamp = static_cast<double>(ticks) * interval;
+    stamp = static_cast<double>(ticks) * no_timestamp_interval_s();
   }
   commit_row(gpu_index, {}, {}, stamp, stamp_text);
 }

@@ -220,4 +220,63 @@ std::optional<double> unit_factor(std::string_view unit, std::string_view canoni
   return std::nullopt;
 }
 
+void split_csv_cells(std::string_view line, std::vector<std::string>& out) {
+  out.clear();
+  std::size_t p = 0;
+  while (true) {
+    while (p < line.size() && is_space(line[p])) ++p;
+    std::string cell;
+    if (p < line.size() && line[p] == '"') {
+      ++p;
+      while (p < line.size()) {
+        if (line[p] == '"') {
+          if (p + 1 < line.size() && line[p + 1] == '"') {
+            cell += '"';
+            p += 2;
+            continue;
+          }
+          ++p;
+          break;
+        }
+        cell += line[p++];
+      }
+      const std::size_t comma = line.find(',', p);
+      out.push_back(std::move(cell));
+      if (comma == std::string_view::npos) return;
+      p = comma + 1;
+      continue;
+    }
+    const std::size_t comma = line.find(',', p);
+    out.emplace_back(trim(line.substr(p, comma == std::string_view::npos ? std::string_view::npos : comma - p)));
+    if (comma == std::string_view::npos) return;
+    p = comma + 1;
+  }
+}
+
+namespace {
+
+// "<digits><sep>" at s: the GPU number and the rest after the separator.
+std::optional<std::pair<int, std::string_view>> gpu_number(std::string_view s, char sep) {
+  std::size_t e = 0;
+  while (e < s.size() && s[e] >= '0' && s[e] <= '9') ++e;
+  int g = 0;
+  if (e == 0 || e > 4 || e >= s.size() || s[e] != sep || !parse_int(s.substr(0, e), g)) return std::nullopt;
+  return std::pair<int, std::string_view>{g, s.substr(e + 1)};
+}
+
+}  // namespace
+
+std::optional<std::pair<int, std::string_view>> wandb_gpu_column(std::string_view name) {
+  if (const std::size_t dash = name.rfind(" - "); dash != std::string_view::npos) name = name.substr(dash + 3);
+  for (std::string_view prefix : {std::string_view("system.gpu."), std::string_view("system/gpu.")})
+    if (name.substr(0, prefix.size()) == prefix) return gpu_number(name.substr(prefix.size()), '.');
+  return std::nullopt;
+}
+
+std::optional<std::pair<int, std::string_view>> mlflow_gpu_key(std::string_view key) {
+  constexpr std::string_view kPrefix = "system/gpu_";
+  if (key.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  return gpu_number(key.substr(kPrefix.size()), '_');
+}
+
 }  // namespace epochcast::detail

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace epochcast::detail {
@@ -104,5 +105,22 @@ bool parse_timestamp(std::string_view s, LocalTimeResolver& local, std::int64_t&
 // Factor that converts a value written in `unit` into the canonical unit `canonical`
 // (metric table); nullopt when the unit is unknown or measures something else.
 std::optional<double> unit_factor(std::string_view unit, std::string_view canonical);
+
+// ---- shared by the format readers (read.cpp, *_reader.cpp)
+
+// The words of a '#' line after the '#'.
+std::vector<std::string_view> comment_words(std::string_view line);
+// nvidia-smi monitor headers: 1 for dmon ("# gpu pwr …", "#Date Time gpu …"), 2 for pmon ("# gpu pid …"), else 0.
+int smi_monitor_header(std::string_view line);
+// Lines that cannot decide a format: blank, an unclaimed comment, "sep=,", a bare timestamp.
+bool is_preamble(std::string_view trimmed);
+// A line holding nothing but a timestamp (as `date +%s.%N` or `date -Is` writes between scrapes).
+bool is_bare_timestamp(std::string_view trimmed);
+// RFC 4180 cells: quoted cells may hold commas and "" for a quote; cells trimmed.
+void split_csv_cells(std::string_view line, std::vector<std::string>& out);
+// "system.gpu.3.powerWatts" (W&B; also "system/gpu.3.…" and "<run> - system/gpu.3.…") -> (3, "powerWatts").
+std::optional<std::pair<int, std::string_view>> wandb_gpu_column(std::string_view name);
+// "system/gpu_0_utilization_percentage" (MLflow) -> (0, "utilization_percentage").
+std::optional<std::pair<int, std::string_view>> mlflow_gpu_key(std::string_view key);
 
 }  // namespace epochcast::detail

@@ -99,10 +99,7 @@ void TraceParser::smi_header(std::string_view text, bool from_fields) {
     if (from_fields) throw Error(ErrorCode::kInvalidArgument, "--fields names no metric epochcast reads");
     fail(1, "(header)", "the nvidia-smi header names no metric epochcast reads");
   }
-  have_timestamps_ = has_timestamp;
-  if (!has_timestamp)
-    warn_once(fmt::format("no timestamp column: samples assumed {} s apart",
-                          options_.interval_s.value_or(1.0)));
+  have_timestamps_ = has_timestamp;  // without: build_impl says which interval was used
   row_.assign(metrics_.size(), kNaN);
   set_column_limits();
   header_done_ = true;
@@ -201,7 +198,9 @@ void TraceParser::smi_row(std::string_view text) {
       case ColumnKind::kMetric:
         row_[static_cast<std::size_t>(col.slot)] = checked(col, smi_value(col, f, text));
         break;
-      case ColumnKind::kIgnored: break;
+      case ColumnKind::kIgnored:
+      case ColumnKind::kDate:  // nvidia-smi dmon only
+      case ColumnKind::kTime: break;
     }
   }
   if (!have_timestamps_) {
@@ -209,7 +208,7 @@ void TraceParser::smi_row(std::string_view text) {
     std::size_t ticks = 0;
     for (const auto& g : gpus_)
       if (g.id.index == gpu_index) ticks = g.ticks;
-    stamp = static_cast<double>(ticks) * options_.interval_s.value_or(1.0);
+    stamp = static_cast<double>(ticks) * no_timestamp_interval_s();
   }
   commit_row(gpu_index, name, uuid, stamp, stamp_text);
 }

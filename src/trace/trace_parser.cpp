@@ -129,9 +129,7 @@ void TraceParser::line(std::string_view text, bool terminated) {
     }
     if (format_ == TraceFormat::kAuto) {
       pending_.emplace_back(line_no_, std::string(text));
-      const std::string_view t = trim(text);
-      const bool decisive = (!t.empty() && t[0] != '#') || starts_with_ci(t, "#Entity") ||
-                            starts_with_ci(t, "# Entity") || starts_with_ci(t, "# epochcast-trace");
+      const bool decisive = !detail::is_preamble(trim(text));
       if (decisive) detect_and_replay();
       else if (pending_.size() > 1000) fail(1, "(header)", "no header in the first 1000 lines");
       return;
@@ -158,11 +156,16 @@ void TraceParser::detect_and_replay() {
   }
   TraceFormat f = detect_format(head);
   if (f == TraceFormat::kAuto && !options_.smi_fields.empty()) f = TraceFormat::kNvidiaSmi;
-  if (f == TraceFormat::kAuto)
+  if (f == TraceFormat::kAuto) {
+    line_no_ = pending_.back().first;
+    const std::string_view first = trim(pending_.back().second);
+    if (const std::string what = recognise_foreign(first); !what.empty()) fail(1, "(header)", what);
     fail(1, "(header)",
-         fmt::format("unrecognised trace format (first line '{}'); expected nvidia-smi CSV, "
-                     "dcgmi dmon, or epochcast CSV (--format), or pass --fields for a csv,noheader log",
-                     printable(trim(pending_.back().second))));
+         fmt::format("unrecognised trace format (first line '{}'); expected nvidia-smi CSV or dmon, dcgmi dmon, "
+                     "dcgm-exporter /metrics, a DCGM_FI_* / Grafana / W&B / MLflow CSV, query_range JSON, or "
+                     "epochcast CSV (--format), or pass --fields for a csv,noheader log",
+                     printable(first)));
+  }
   format_ = f;
   if (format_ == TraceFormat::kNvidiaSmi && !options_.smi_fields.empty() && !header_done_) {
     std::string joined;
@@ -212,6 +215,13 @@ void TraceParser::dispatch(std::string_view text) {
     }
     case TraceFormat::kDcgmi: dmon_line(text); return;
     case TraceFormat::kCanonical: canonical_line(text); return;
+    case TraceFormat::kSmiDmon: smi_dmon_line(text); return;
+    case TraceFormat::kExposition: exposition_line(text); return;
+    case TraceFormat::kDcgmCsv:
+    case TraceFormat::kGrafanaCsv:
+    case TraceFormat::kWandb: wide_line(text); return;
+    case TraceFormat::kMlflow: mlflow_line(text); return;
+    case TraceFormat::kQueryRangeJson: fail(1, "(document)", "a query_range JSON document must start with '{'");
     case TraceFormat::kAuto: break;
   }
   throw Error(ErrorCode::kInternal, "trace format not resolved");
@@ -258,6 +268,12 @@ int TraceParser::add_metric_slot(Metric m, std::string_view column_name) {
   }
   metrics_.push_back(m);
   return static_cast<int>(metrics_.size() - 1);
+}
+
+double TraceParser::no_timestamp_interval_s() const {
+  if (options_.interval_s) return *options_.interval_s;
+  if (format_ == TraceFormat::kDcgmi && dmon_interval_s_ > 0) return dmon_interval_s_;
+  return kAssumedIntervalS;
 }
 
 void TraceParser::set_column_limits() {
@@ -372,7 +388,30 @@ void TraceParser::commit_row(int gpu_index, std::string_view name, std::string_v
 // ---------------------------------------------------------------------------------------------
 // Building the Trace
 
+Trace TraceParser::finish_document(std::string_view json) {
+  format_ = TraceFormat::kQueryRangeJson;
+  line_no_ = 1;
+  query_range_document(json);
+  if (pivot_.empty() && ignored_names_.empty())
+    fail(1, "result", "the answer holds no samples (an empty result: the query matched no series in the range)");
+  return finish();
+}
+
 Trace TraceParser::finish() {
+  if (format_ == TraceFormat::kExposition) exposition_flush_scrape();
+  if (!pivot_.empty() || !pivot_host_.empty()) pivot_commit();
+  if (!ignored_names_.empty())
+    warn_once(fmt::format("ignored {} metrics epochcast has no channel for: {}", to_string(format_),
+                          detail::name_list(ignored_names_)));
+  const bool by_sample = format_ == TraceFormat::kExposition || format_ == TraceFormat::kMlflow ||
+                         format_ == TraceFormat::kQueryRangeJson;
+  if (by_sample && rows_accepted_ == 0 && line_no_ > 0) {
+    if (!ignored_names_.empty())
+      fail(1, "(metric)", fmt::format("no metric epochcast reads (only {}); for dcgm-exporter expect DCGM_FI_DEV_GPU_UTIL, "
+                                      "DCGM_FI_DEV_POWER_USAGE, …",
+                                      detail::name_list(ignored_names_, 8)));
+    fail(1, "(data)", format_ == TraceFormat::kMlflow ? "header only: no data rows" : "no samples");
+  }
   if (format_ == TraceFormat::kAuto && !pending_.empty()) {
     line_no_ = pending_.back().first;
     fail(1, "(header)", "only comments or blank lines; no header found");
@@ -487,11 +526,20 @@ Trace TraceParser::build_impl(bool steal) const {
     d.warnings.push_back(fmt::format("{} midnight roll-over(s) in time-of-day timestamps", d.midnight_rollovers));
   if (time_kind_ == detail::TimeKind::kTimeOfDay)
     d.warnings.push_back("timestamps carry no date: start time is seconds after local midnight");
-  if (!have_timestamps_ && format_ == TraceFormat::kDcgmi) {
-    const double interval = options_.interval_s.value_or(dmon_interval_s_ > 0 ? dmon_interval_s_ : 1.0);
-    d.warnings.push_back(fmt::format("dcgmi dmon prints no timestamps: samples assumed {} s apart ({})", interval,
-                                     options_.interval_s ? "as given" :
-                                     dmon_interval_s_ > 0 ? "from the -d option in the log" : "default; set the interval"));
+  if (!have_timestamps_) {
+    const bool from_log = format_ == TraceFormat::kDcgmi && dmon_interval_s_ > 0;
+    d.interval_s = no_timestamp_interval_s();
+    d.time_axis = options_.interval_s || from_log ? TimeAxis::kStatedInterval : TimeAxis::kAssumedInterval;
+    const std::string what = format_ == TraceFormat::kDcgmi        ? "dcgmi dmon prints no timestamps"
+                             : format_ == TraceFormat::kSmiDmon    ? "nvidia-smi dmon without -o T prints no time"
+                             : format_ == TraceFormat::kExposition ? "the scrapes carry no timestamps"
+                                                                   : "no timestamp column";
+    // The guess changes every period and price: it leads the warnings.
+    std::string w = fmt::format("{}: samples assumed {:g} s apart ({})", what, d.interval_s,
+                                options_.interval_s ? "as given"
+                                : from_log          ? "from the -d option in the log"
+                                                    : "a guess: nothing states the interval; pass --interval S");
+    d.warnings.insert(d.warnings.begin(), std::move(w));
     t.start_unix_s = 0;
   }
   const double median = t.median_interval_s();
@@ -500,6 +548,10 @@ Trace TraceParser::build_impl(bool steal) const {
       if (t.time_s[i] - t.time_s[i - 1] > 3 * median) ++d.gaps;
   if (d.gaps) d.warnings.push_back(fmt::format("{} gap(s) longer than 3x the median interval", d.gaps));
 
+  for (double m : epoch_markers_) {
+    const double at = m - g.stamp_s[0];
+    if (at >= 0 && at <= t.time_s.back() + 1e-9) t.epoch_markers_s.push_back(at);
+  }
   if (repeated_headers_) d.warnings.push_back(fmt::format("{} repeated header line(s) skipped", repeated_headers_));
   if (d.rows_skipped && !d.truncated_last_line)
     d.warnings.push_back(fmt::format("{} bad row(s) skipped (--lenient)", d.rows_skipped));

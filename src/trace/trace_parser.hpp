@@ -31,11 +31,22 @@ class TraceParser {
   [[nodiscard]] Trace build() const { return build_impl(false); }
   // End of input: a file without any data row is an error; else build().
   [[nodiscard]] Trace finish();
+  // A whole JSON document (a saved query_range answer) instead of lines; then finish().
+  [[nodiscard]] Trace finish_document(std::string_view json);
 
   static constexpr std::size_t kMaxLineBytes = 1 << 20;
 
+  // Samples that arrive one value at a time (metric, GPU, time): kept, sorted by GPU and time at
+  // the end and committed as rows (pivot.cpp). Used by the exposition, MLflow and JSON readers.
+  struct PivotSample {
+    int gpu;
+    std::int64_t time_us;  // microseconds since base_s_
+    int slot;
+    double value;
+  };
+
  private:
-  enum class ColumnKind : std::uint8_t { kTimestamp, kIndex, kName, kUuid, kMetric, kIgnored };
+  enum class ColumnKind : std::uint8_t { kTimestamp, kIndex, kName, kUuid, kMetric, kIgnored, kDate, kTime };
   struct Column {
     ColumnKind kind = ColumnKind::kIgnored;
     std::string name;          // as the header spells it, for messages
@@ -87,6 +98,40 @@ class TraceParser {
   void canonical_header(std::string_view text);
   void canonical_row(std::string_view text);
 
+  // nvidia-smi dmon (smi_dmon_reader.cpp); pmon is recognised and refused there
+  void smi_dmon_line(std::string_view text);
+  void smi_dmon_header(std::string_view names, std::string_view units);
+  void smi_dmon_row(std::string_view text);
+  // Prometheus text exposition: dcgm-exporter /metrics scrapes, appended (exposition_reader.cpp)
+  void exposition_line(std::string_view text);
+  void exposition_flush_scrape();
+  // Wide CSVs whose column names carry metric and GPU: DCGM_FI_* CSV, Grafana, W&B (wide_csv_reader.cpp)
+  void wide_line(std::string_view text);
+  void wide_header(std::string_view text);
+  void wide_row(std::string_view text);
+  // MLflow metric history: key,value,timestamp,step (mlflow_reader.cpp)
+  void mlflow_line(std::string_view text);
+  // A saved Prometheus query_range answer (query_range_reader.cpp): one JSON document
+  void query_range_document(std::string_view json);
+  // What a file of a known foreign kind is and how to log what epochcast reads; "" if unknown (recognise.cpp).
+  static std::string recognise_foreign(std::string_view first_line);
+
+  int pivot_slot(Metric m, std::string_view source_name);
+  void pivot_add(int gpu, std::int64_t time_us, int slot, double value);
+  void pivot_identity(int gpu, std::string_view name, std::string_view uuid);
+  void pivot_commit();
+  // Unix seconds as a stamp relative to base_s_ (absolute time kind; the first sets the base).
+  double unix_stamp(double unix_s);
+  // Wide rows: one row_ per GPU named in the header, committed GPU by GPU.
+  struct WideColumn {
+    int gpu = -1;       // -1: a column of every GPU's row (host metrics) or of the one GPU
+    int slot = -1;
+    int marker = 0;     // 1: the job's epoch counter (W&B `epoch`): a change is an epoch boundary
+    bool ms = false;    // timestamp column in milliseconds
+  };
+  void wide_resolve_columns(const std::vector<std::string>& names);
+  void note_epoch_marker(double value, double stamp);
+
   int add_metric_slot(Metric m, std::string_view column_name);
   // A parsed value on its way into row_: "-0" becomes 0, and one outside the metric's physical
   // limits marks the row for commit_row (NaN compares false: missing already).
@@ -96,6 +141,8 @@ class TraceParser {
     return v;
   }
   void set_column_limits();
+  // Grid step of a log without timestamps: --interval, else the log's own (dcgmi -d), else the guess.
+  double no_timestamp_interval_s() const;
   void split_csv(std::string_view text, bool quotes);
   double parse_stamp(std::string_view text, std::string_view field, std::string_view line);
   void commit_row(int gpu_index, std::string_view name, std::string_view uuid, double stamp_s,
@@ -136,6 +183,29 @@ class TraceParser {
   std::size_t size_hint_bytes_ = 0;
   std::size_t row_bytes_ = 0;        // length of the current data line (for the reserve estimate)
   bool moved_out_ = false;           // finish() moved the stores into the Trace
+  // new formats
+  std::vector<PivotSample> pivot_;
+  std::vector<PivotSample> pivot_host_;     // host samples, merged into every GPU's row at the same time
+  std::vector<std::pair<int, std::pair<std::string, std::string>>> pivot_ids_;  // gpu -> name, uuid
+  std::vector<std::pair<int, Metric>> pivot_slot_of_;                         // metric -> slot
+  std::vector<std::string> ignored_names_;  // source names without a metric (warned once, listed)
+  std::vector<WideColumn> wide_;            // per CSV column
+  std::vector<Column> wide_kinds_;          // per CSV column: what it holds (time, identity, metric)
+  std::vector<int> wide_gpus_;              // GPUs of a wide header, in first-seen order
+  std::vector<std::pair<int, std::pair<std::string, std::string>>> wide_ids_;
+  std::vector<double> wide_row_;            // per column: parsed value (NaN missing)
+  std::string smi_dmon_names_;              // the "# gpu pwr …" header line, to see a repeat
+  bool pending_units_ = false;              // nvidia-smi dmon: the units line comes next
+  bool exposition_stamp_set_ = false;       // a timestamp line (date +%s.%N) opened this scrape
+  double exposition_stamp_ = 0;
+  std::string exposition_stamp_text_;
+  std::uint64_t exposition_scrapes_ = 0;
+  bool stamped_scrapes_ = false;            // scrapes are timed by timestamp lines
+  std::vector<std::pair<int, std::uint64_t>> exposition_seen_;  // (gpu, slot bit set) in the scrape
+  std::vector<double> epoch_markers_;       // stamps (relative to base_s_) where the job's epoch counter changed
+  double last_marker_value_ = -1;
+  std::size_t mlflow_width_ = 0;
+  int mlflow_key_ = -1, mlflow_value_ = -1, mlflow_time_ = -1, mlflow_step_ = -1;
 };
 
 }  // namespace epochcast

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds seed corpora from the repo's real files and runs each libFuzzer target for SECONDS
 # (default 120) under ASan+UBSan. Needs the build from docs/HACKING.md (build-fuzz).
-# Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]   (targets: trace tables model prometheus)
+# Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]   (targets: trace formats tables model prometheus)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-120}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(trace tables model prometheus)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(trace formats tables model prometheus)
 B=${FUZZ_BUILD:-build-fuzz}
 W=$B/fuzz-work
 shared=../shared/traces/h200
@@ -27,6 +27,13 @@ if [[ " ${targets[*]} " == *" trace "* ]]; then
     for sel in 00 01 80 21; do seed trace $sel "$f" 6000; done
   done
   seed trace 40 tests/data/bad/header_only.smi.csv   # --fields with a header
+fi
+if [[ " ${targets[*]} " == *" formats "* ]]; then
+  # selector: low 3 bits the format (0 auto), 0x40 gzip, 0x80 cut in half
+  for f in tests/data/formats/*.log tests/data/formats/*.csv tests/data/formats/*.json; do
+    for sel in 00 08 40 c0; do seed formats $sel "$f" 6000; done
+  done
+  zcat tests/data/formats/scrapes.metrics.txt.gz | head -c 8000 > "$W/scrapes.txt" && seed formats 00 "$W/scrapes.txt"
 fi
 if [[ " ${targets[*]} " == *" tables "* ]]; then
   seed tables 00 data/nvidiasmi_devicequery_all.csv 20000

@@ -34,9 +34,11 @@ enum class Metric : std::uint8_t {
   kDramActive,       // DCGM profiling: DRAM active ratio
   kHostCpuUtil,      // host: total CPU utilisation over all cores
   kHostMemUsed,      // host: used memory
+  kMemTemperature,   // temperature.memory: HBM temperature
+  kPowerLimit,       // enforced.power.limit: the power cap in force
 };
 
-inline constexpr std::size_t kMetricCount = 23;
+inline constexpr std::size_t kMetricCount = 25;
 
 struct MetricInfo {
   Metric id;
@@ -72,5 +74,20 @@ struct MetricInfo {
 [[nodiscard]] std::optional<Metric> metric_by_dmon_name(std::string_view short_name);
 [[nodiscard]] std::optional<Metric> metric_by_dcgm_name(std::string_view exporter_name);
 [[nodiscard]] std::optional<Metric> metric_by_dcgm_field_id(int field_id);
+
+// Names in sources that have no column of their own in the table, with the factor from the
+// source's unit to the canonical one.
+struct SourceMetric {
+  Metric metric;
+  double factor = 1;  // source unit -> canonical unit
+};
+// nvidia-smi dmon columns (-s pucmt): pwr, gtemp, mtemp, sm, mem, mclk, pclk, fb, rxpci, txpci.
+[[nodiscard]] std::optional<SourceMetric> metric_by_smi_dmon_name(std::string_view column);
+// Weights & Biases system metrics, the key after "system.gpu.N." (gpu, memory, temp, powerWatts, …).
+[[nodiscard]] std::optional<SourceMetric> metric_by_wandb_gpu_key(std::string_view key);
+// MLflow system metrics, the key after "system/gpu_N_" (utilization_percentage, power_usage_watts, …).
+[[nodiscard]] std::optional<SourceMetric> metric_by_mlflow_gpu_key(std::string_view key);
+// W&B ("system.cpu") and MLflow ("system/cpu_utilization_percentage") host keys, prefix included.
+[[nodiscard]] std::optional<SourceMetric> metric_by_tracker_host_key(std::string_view key);
 
 }  // namespace epochcast

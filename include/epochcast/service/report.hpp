@@ -49,7 +49,10 @@ struct SourceRun {
   std::string trace;                   // path as given
   Segmentation detected;
   double measured_epoch_s = 0;         // from the detected epochs, or as given
-  std::string epoch_time_from;         // "detected", "given" (--epoch-s), "" when unknown
+  std::string epoch_time_from;         // "detected", "given" (--epoch-s), "markers", "" when unknown
+  // The job's own epoch ends from a tracker export (W&B, MLflow): median spacing, 0 when none.
+  double marker_epoch_s = 0;
+  std::size_t markers = 0;
   double window_start_s = 0;           // features window: first epoch start .. last epoch end
   double window_end_s = 0;
   bool in_training_data = false;       // the GPU is a source in the model's training data

@@ -45,12 +45,12 @@ struct PrometheusSource {
 // Where a trace comes from and how to read it.
 struct TraceRequest {
   std::string path;                 // file, "-" for stdin; unused with a Prometheus source
-  std::string format = "auto";      // auto | nvidia-smi (smi) | dcgmi (dmon) | csv (canonical)
+  std::string format = "auto";      // auto, or a trace_format_from_string name (read.hpp)
   std::optional<int> gpu;           // GPU index in a log of several; none: the busiest
   std::string host_path;            // host CSV merged onto the trace; "" = none
   bool lenient = false;             // skip malformed rows (counted) instead of failing
   std::vector<std::string> fields;  // nvidia-smi --query-gpu list of a csv,noheader log
-  double interval_s = 0;            // for logs without timestamps; 0: from the log, else 1 s
+  double interval_s = 0;            // for logs without timestamps; 0: from the log, else 1 s assumed (predict refuses)
   // After each chunk read from a file: (bytes so far, file size or 0); may be empty.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   PrometheusSource prometheus;
@@ -87,6 +87,10 @@ struct PredictRequest {
   // The job's precision: auto, fp32, tf32, fp16 or bf16 (docs/predict.md, "Precision"); an
   // unknown word is an error listing the choices.
   std::string precision = "auto";
+  // Take the epoch time from the job's own epoch markers in the trace (a W&B `epoch` column, an
+  // MLflow `epoch` metric: Trace::epoch_markers_s) instead of detection; detection is still
+  // run and reported beside them. Error(kInvalidArgument) when the trace carries fewer than 2.
+  bool epochs_from_markers = false;
 
   void validate() const;
 };

@@ -18,10 +18,24 @@
 
 namespace epochcast {
 
-enum class TraceFormat { kAuto, kNvidiaSmi, kDcgmi, kCanonical };
+enum class TraceFormat {
+  kAuto,
+  kNvidiaSmi,       // nvidia-smi --query-gpu=… --format=csv
+  kDcgmi,           // dcgmi dmon
+  kCanonical,       // epochcast's own CSV
+  kSmiDmon,         // nvidia-smi dmon [-s pucm] [-o DT]
+  kExposition,      // Prometheus text exposition: dcgm-exporter /metrics scrapes (one or many appended)
+  kDcgmCsv,         // a wide CSV whose columns are dcgm-exporter names (DCGM_FI_DEV_GPU_UTIL, …)
+  kGrafanaCsv,      // Grafana panel "Download CSV"
+  kQueryRangeJson,  // a saved Prometheus /api/v1/query_range answer
+  kWandb,           // Weights & Biases system metrics (system.gpu.0.gpu, …) exported to CSV
+  kMlflow,          // MLflow metric history (key,value,timestamp,step) with system/gpu_0_… keys
+};
 
-[[nodiscard]] const char* to_string(TraceFormat format);  // "auto", "nvidia-smi", "dcgmi", "canonical"
-// Parses "auto", "nvidia-smi" (or "smi"), "dcgmi" (or "dmon"), "csv" (or "canonical").
+// "auto", "nvidia-smi", "dcgmi", "canonical", "nvidia-smi-dmon", "prometheus-text", "dcgm-csv",
+// "grafana-csv", "query-range-json", "wandb", "mlflow".
+[[nodiscard]] const char* to_string(TraceFormat format);
+// Parses to_string's names and "smi", "dmon", "csv", "smi-dmon", "metrics", "grafana", "json".
 [[nodiscard]] std::optional<TraceFormat> trace_format_from_string(std::string_view name);
 
 struct ReadOptions {

@@ -25,8 +25,21 @@ struct GpuIdentity {
   std::string uuid;      // "GPU-…", may be empty
 };
 
+// Where the time axis came from. A log without timestamps is placed on a grid of its sampling
+// interval; when neither the user (--interval) nor the log (dcgmi `-d MS` in a comment, canonical
+// `interval_ms=`) states it, 1 s is assumed, and every period and price scales with that guess
+// (dcgmi dmon -d 100: a 10x wrong answer), so `predict` refuses such a trace.
+enum class TimeAxis : std::uint8_t {
+  kTimestamps,       // the source's own timestamps
+  kStatedInterval,   // no timestamps; the interval was given (--interval) or written in the log
+  kAssumedInterval,  // no timestamps and no stated interval: kAssumedIntervalS was guessed
+};
+inline constexpr double kAssumedIntervalS = 1.0;  // nvidia-smi -l and dcgmi dmon's default (1000 ms)
+
 // What a reader saw and did, besides the samples: counted, never silent.
 struct TraceDiagnostics {
+  TimeAxis time_axis = TimeAxis::kTimestamps;
+  double interval_s = 0;                // kStatedInterval / kAssumedInterval: the grid step used
   struct Skip {
     std::uint64_t line;   // 1-based line in the source, 0 if not line-based
     std::string reason;   // "wrong column count (12, expected 15)"
@@ -77,6 +90,9 @@ struct Trace {
   std::vector<double> time_s;         // seconds since the first sample, non-decreasing
   std::vector<Channel> channels;      // at most one per Metric
   TraceDiagnostics diagnostics;
+  // Where the job itself said an epoch ended (a tracker export's epoch counter changed), seconds
+  // on time_s; empty when the source carries none. Ground truth beside detection (--epochs-from markers).
+  std::vector<double> epoch_markers_s;
 
   [[nodiscard]] std::size_t size() const { return time_s.size(); }
   [[nodiscard]] const Channel* find(Metric m) const;

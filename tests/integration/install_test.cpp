@@ -1,0 +1,98 @@
+// The installed program (issue 19): `cmake --install` into a temporary prefix, the prefix moved
+// elsewhere, and the copy predicts from its own share/epochcast (not the source tree's data/),
+// with the completion script in place; the .deb holds the same and runs from an unpacked root.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli_run.hpp"
+
+namespace epochcast {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "epochcast-install-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+const std::string kBuild = EPOCHCAST_BINARY_DIR;
+const std::string kTrace = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32.smi.csv";
+
+// Runs the copied binary with no hint of the source tree: no EPOCHCAST_DATA_DIR, a fresh HOME
+// (the model cache), from another folder.
+testing::CommandResult run_installed(const fs::path& bin, const fs::path& home, const std::string& args) {
+  return run_command("cd " + home.string() + " && env -u EPOCHCAST_DATA_DIR HOME=" + home.string() + " " +
+                     bin.string() + " " + args);
+}
+
+TEST(Install, MovedPrefixPredictsFromItsOwnShareFolder) {
+  TempDir tmp;
+  const fs::path first = tmp.path / "first", moved = tmp.path / "elsewhere" / "opt";
+  const auto install = run_command("cmake --install " + kBuild + " --prefix " + first.string() + " --strip 2>&1");
+  ASSERT_EQ(install.status, 0) << install.out;
+  fs::create_directories(moved.parent_path());
+  fs::rename(first, moved);
+  const fs::path bin = moved / "bin" / "epochcast";
+  ASSERT_TRUE(fs::exists(bin));
+  EXPECT_TRUE(fs::exists(moved / "share" / "epochcast" / "gpus.csv"));
+  const fs::path home = tmp.path / "home";
+  fs::create_directories(home);
+  fs::copy_file(kTrace, home / "run.smi.csv");
+
+  const auto version = run_installed(bin, home, "--version");
+  ASSERT_EQ(version.status, 0);
+  EXPECT_NE(version.out.find("data " + (moved / "share" / "epochcast").string()), std::string::npos) << version.out;
+
+  const auto predict = run_installed(bin, home, "predict run.smi.csv --gpus t4,a100-80gb --json 2>/dev/null");
+  ASSERT_EQ(predict.status, 0) << predict.out;
+  EXPECT_NE(predict.out.find("\"predictions\""), std::string::npos);
+  EXPECT_NE(predict.out.find("\"t4\""), std::string::npos);
+
+  // stripped: far below the build's binary with its debug information
+  EXPECT_LT(fs::file_size(bin), fs::file_size(kBuild + "/epochcast") / 2);
+  const fs::path completion = moved / "share" / "bash-completion" / "completions" / "epochcast";
+  ASSERT_TRUE(fs::exists(completion));
+  EXPECT_EQ(run_command("bash -n " + completion.string()).status, 0);
+}
+
+TEST(Install, DebianPackageHoldsTheProgramDataAndDependencies) {
+  if (run_command("command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null").status != 0)
+    GTEST_SKIP() << "dpkg-deb / dpkg-shlibdeps (dpkg-dev) not installed";
+  TempDir tmp;
+  const auto pack = run_command("cd " + tmp.path.string() + " && cpack -G DEB --config " + kBuild +
+                                "/CPackConfig.cmake -B " + tmp.path.string() + " 2>&1");
+  ASSERT_EQ(pack.status, 0) << pack.out;
+  fs::path deb;
+  for (const auto& e : fs::directory_iterator(tmp.path))
+    if (e.path().extension() == ".deb") deb = e.path();
+  ASSERT_FALSE(deb.empty()) << pack.out;
+  const auto info = run_command("dpkg-deb -f " + deb.string() + " Package Version Depends");
+  EXPECT_NE(info.out.find("Package: epochcast"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("libxgboost"), std::string::npos) << info.out;  // from dpkg-shlibdeps
+  const auto files = run_command("dpkg-deb -c " + deb.string());
+  for (const char* f : {"./usr/bin/epochcast", "./usr/share/epochcast/gpus.csv", "./usr/share/epochcast/prices.csv",
+                        "./usr/share/bash-completion/completions/epochcast"})
+    EXPECT_NE(files.out.find(f), std::string::npos) << f;
+  // Unpacked into a root of its own, the program reads that root's /usr/share/epochcast.
+  const fs::path root = tmp.path / "root", home = tmp.path / "home";
+  fs::create_directories(home);
+  ASSERT_EQ(run_command("dpkg-deb -x " + deb.string() + " " + root.string()).status, 0);
+  const auto version = run_installed(root / "usr" / "bin" / "epochcast", home, "--version");
+  EXPECT_NE(version.out.find((root / "usr" / "share" / "epochcast").string()), std::string::npos) << version.out;
+}
+
+}  // namespace
+}  // namespace epochcast
