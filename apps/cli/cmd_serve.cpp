@@ -46,6 +46,7 @@ void run_serve(const ServeArgs& a) {
   ServiceConfig config;
   config.model_path = a.model;
   config.prices_path = a.prices;
+  config.hide_paths = true;  // answers go to clients: no paths of this machine
   if (a.model.empty() && !a.quiet)
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
   const Service service(config);

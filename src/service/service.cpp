@@ -41,9 +41,11 @@ struct Service::Impl {
   GpuSpec resolve_gpu(const std::string& name, const char* what) const {
     if (const GpuSpec* spec = catalog.find(name)) return *spec;
     if (auto spec = catalog.match_smi_name(name)) return *spec;
+    const std::string source = catalog.source().empty() ? "data/gpus.csv"
+                               : config.hide_paths ? std::filesystem::path(catalog.source()).filename().string()
+                                                   : catalog.source();
     throw Error(ErrorCode::kNotFound,
-                fmt::format("unknown {} GPU '{}'; the catalog ({}) has: {}", what, name,
-                            catalog.source().empty() ? "data/gpus.csv" : catalog.source(), catalog.ids_joined()));
+                fmt::format("unknown {} GPU '{}'; the catalog ({}) has: {}", what, name, source, catalog.ids_joined()));
   }
 };
 
@@ -70,7 +72,8 @@ Service::Service(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
     s.model_label = "default (fitted from the bundled dataset)";
   } else {
     s.model = std::make_shared<const StackedModel>(load_model(s.config.model_path));
-    s.model_label = s.config.model_path;
+    s.model_label = s.config.hide_paths ? std::filesystem::path(s.config.model_path).filename().string()
+                                        : s.config.model_path;
   }
   // The default model is fitted from the bundled dataset and catalog by definition (its cache
   // key holds their bytes): its own fingerprint is theirs, with no second read of the dataset.

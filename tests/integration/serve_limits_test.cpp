@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -257,6 +259,48 @@ TEST_F(ServeLimits, RequestLogEscapesClientBytes) {
   EXPECT_EQ(err.find('\x1b'), std::string::npos);
   EXPECT_EQ(err.find("\nforged line"), std::string::npos);
   EXPECT_NE(err.find("/\\x1b[31mred\\x0aforged line 404"), std::string::npos) << err;
+}
+
+// Answers name no file of the server by its path: the catalog in an unknown-GPU error, the
+// --model file in predictions (both were absolute paths).
+TEST_F(ServeLimits, AnswersCarryNoServerPaths) {
+  const std::string trace = testing::read_file(std::string(EPOCHCAST_TEST_DATA) + "/h200/resnet50_224_bs256_bf16.smi.csv");
+  httplib::Client c("127.0.0.1", port_);
+  c.set_read_timeout(120, 0);
+  const auto unknown = c.Post("/v1/predict?gpus=nosuch", trace, "text/csv");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_NE(unknown->body.find("gpus.csv"), std::string::npos) << unknown->body;
+  EXPECT_EQ(unknown->body.find(EPOCHCAST_SOURCE_DIR), std::string::npos) << unknown->body;
+  EXPECT_EQ(unknown->body.find("/data/"), std::string::npos) << unknown->body;
+
+  // The default model's cache entry served as a --model file from a directory of its own.
+  namespace fs = std::filesystem;
+  fs::path cache;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) cache = fs::path(x) / "epochcast";
+  else if (const char* h = std::getenv("HOME"); h && *h) cache = fs::path(h) / ".cache" / "epochcast";
+  fs::path model;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache, ec))
+    if (e.path().filename().string().starts_with("model-")) model = e.path();
+  if (model.empty()) GTEST_SKIP() << "no cached default model in " << cache;
+  TempDir dir("serve-model-path");
+  const fs::path copy = dir.path() / "secret-dir" / "my-model.json";
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(model, copy);
+  Process server({EPOCHCAST_CLI, "serve", "--listen", "127.0.0.1:0", "--model", copy.string(), "-q"}, {}, dir.path());
+  const int port = server.serving_port(120);
+  ASSERT_GT(port, 0) << server.err();
+  httplib::Client m("127.0.0.1", port);
+  m.set_read_timeout(120, 0);
+  const auto res = m.Post("/v1/predict?gpus=t4", trace, "text/csv");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_NE(res->body.find("\"my-model.json\""), std::string::npos) << res->body.substr(0, 400);
+  EXPECT_EQ(res->body.find("secret-dir"), std::string::npos);
+  const auto report = m.Post("/v1/report?gpus=t4", trace, "text/csv");
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->body.find("secret-dir"), std::string::npos);
 }
 
 // A non-loopback --listen needs --token (or --insecure); with a token, requests need it too.

@@ -21,6 +21,8 @@ struct ServiceConfig {
   std::string gpu_catalog_path;  // empty: data/gpus.csv of the bundled data
   std::string prices_path;       // empty: data/prices.csv of the bundled data
   ProgressFn progress;           // (stage, done, total) on long work; may be empty
+  // Answers name this machine's files by base name only (serve: clients must not learn paths).
+  bool hide_paths = false;
 };
 
 struct PredictRequest {
