@@ -1,11 +1,16 @@
 #include "epochcast/model/stacked_model.hpp"
 
-#include <unistd.h>  // getpid
+#include <fcntl.h>   // open: O_EXCL
+#include <sys/stat.h>  // mkdir
+#include <unistd.h>  // write, close
 
 #include <Eigen/Dense>
+#include <fmt/format.h>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -720,15 +725,30 @@ std::string model_to_json(const StackedModel& m) {
 }
 
 void save_model(const StackedModel& m, const std::string& path) {
-  const std::string text = model_to_json(m);
-  // A private temporary per process: two predicts filling the cache at once must not mix bytes.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(ErrorCode::kIo, "cannot write model file '" + path + "'");
-    out << text << "\n";
-    out.flush();
-    if (!out) throw Error(ErrorCode::kIo, "write failed for model file '" + path + "'");
+  const std::string text = model_to_json(m) + "\n";
+  // A fresh temporary beside the file, created with O_EXCL under an unguessable name: never an
+  // existing file or a symlink planted at a predictable PATH.tmp.PID; renamed into place whole.
+  std::random_device entropy;
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = fmt::format("{}.tmp.{:08x}{:08x}", path, entropy(), entropy());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) throw Error(ErrorCode::kIo, "cannot write model file '" + path + "': " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const bool ok = done == text.size() && ::close(fd) == 0;
+  if (!ok) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw Error(ErrorCode::kIo, "write failed for model file '" + path + "'");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -917,20 +937,29 @@ std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
   else if (const char* h = std::getenv("HOME"); h && *h)
     dir = std::filesystem::path(h) / ".cache" / "epochcast";
   const std::filesystem::path file = dir.empty() ? std::filesystem::path() : dir / ("model-" + hex(key) + ".json");
+  const GpuCatalog catalog = load_gpu_catalog(catalog_path);
+  const Dataset ds = load_dataset(data_path, catalog);
   if (!file.empty() && std::filesystem::exists(file)) {
     try {
-      cached = std::make_shared<const StackedModel>(load_model(file.string()));
-      return cached;
+      auto model = std::make_shared<const StackedModel>(load_model(file.string()));
+      // Any valid model can sit at this path: it is the default only if it was fitted from the
+      // bundled data (its fingerprint says so). Anything else is refitted and overwritten.
+      if (model->data_fingerprint() == training_data_fingerprint(ds, make_pairs(ds), catalog)) {
+        cached = model;
+        return cached;
+      }
     } catch (const Error&) {
       // A damaged cache entry is refitted and overwritten below.
     }
   }
-  const GpuCatalog catalog = load_gpu_catalog(catalog_path);
-  const Dataset ds = load_dataset(data_path, catalog);
   auto model = std::make_shared<const StackedModel>(fit_model(ds, catalog, options, std::move(progress)));
   if (!file.empty()) {
     try {
-      std::filesystem::create_directories(dir);
+      // The cache directory is this user's alone (0700), made so when this creates it.
+      if (!std::filesystem::exists(dir)) {
+        std::filesystem::create_directories(dir.parent_path());
+        if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw Error(ErrorCode::kIo, "cannot create the cache");
+      }
       save_model(*model, file.string());
       prune_cache(dir, 6);
     } catch (const std::exception&) {
