@@ -16,6 +16,7 @@
 
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
+#include "epochcast/trace/read.hpp"
 
 namespace {
 
@@ -162,7 +163,7 @@ BENCHMARK(BM_PredictEndToEnd24h)->Unit(benchmark::kMillisecond)->Iterations(3)->
 void BM_PredictSharedH200Trace(benchmark::State& state) {
   const std::string path = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32.smi.csv";
   const epochcast::Service& svc = service();
-  for (auto _ : state) benchmark::DoNotOptimize(svc.predict_file(path, {}, {}).predictions.size());
+  for (auto _ : state) benchmark::DoNotOptimize(svc.predict_file(epochcast::TraceRequest{.path = path}, {}).predictions.size());
 }
 BENCHMARK(BM_PredictSharedH200Trace)->Unit(benchmark::kMillisecond);
 

@@ -16,7 +16,7 @@
 
 #include "commands.hpp"
 #include "epochcast/collect/child_process.hpp"
-#include "epochcast/collect/live_status.hpp"
+#include "epochcast/service/live_status.hpp"
 #include "epochcast/collect/metrics_server.hpp"
 #include "epochcast/collect/nvml.hpp"
 #include "epochcast/collect/sampler.hpp"

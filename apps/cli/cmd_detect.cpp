@@ -16,9 +16,9 @@
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
-#include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/plot.hpp"
+#include "epochcast/service/follow.hpp"
 #include "epochcast/service/render.hpp"  // to_json(Segmentation): the one detect object
+#include "epochcast/service/service.hpp"
 #include "trace_input.hpp"
 
 namespace epochcast::cli {
@@ -32,7 +32,7 @@ struct DetectArgs {
   bool follow = false;
   double idle_timeout_s = 10;
   int poll_ms = 200;
-  DetectOptions detect;
+  DetectRequest detect;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -96,25 +96,22 @@ void run_follow(const DetectArgs& args) {
     throw Error(ErrorCode::kIo, fmt::format("cannot read '{}': it is a folder", args.path));
   std::ifstream in(args.path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open {}: {}", args.path, std::strerror(errno)));
-  auto read_options = to_read_options(args.input);
-  if (!read_options.host_path.empty())
+  const TraceRequest read = to_trace_request(args.path, args.input);
+  if (!read.host_path.empty())
     std::cerr << "epochcast: note: --host is not merged while following; GPU channels only\n";
-  read_options.host_path.clear();
-  IncrementalTraceReader reader(args.path, read_options);
-  Detector detector(args.detect);
+  DetectionFollower follower(args.path, read, args.detect);
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
   std::vector<char> buffer(1 << 16);
   auto last_data = std::chrono::steady_clock::now();
-  std::size_t fed_rows = 0;
   auto report = [&](const Segmentation& seg) {
     if (args.json) {
       auto j = to_json(seg);
-      j["samples"] = detector.trace().size();
-      j["warnings"] = detector.trace().diagnostics.warnings;
+      j["samples"] = follower.trace().size();
+      j["warnings"] = follower.trace().diagnostics.warnings;
       std::cout << dump_json(j) << std::endl;
     } else {
-      std::cout << follow_line(detector.trace(), seg) << std::endl;
+      std::cout << follow_line(follower.trace(), seg) << std::endl;
     }
   };
   // A file truncated or rewritten under us (`> log` when training restarts, copytruncate
@@ -151,54 +148,45 @@ void run_follow(const DetectArgs& args) {
       const std::string_view bytes(buffer.data(), static_cast<std::size_t>(got));
       if (head.size() < kHeadBytes) head += bytes.substr(0, kHeadBytes - head.size());
       offset += static_cast<std::uint64_t>(got);
-      fed_rows += reader.feed(bytes);
+      follower.feed(bytes);
       if (!caught_up) continue;  // more is waiting
     } else if (offset > 0) {
       check_unchanged();
     }
     in.clear();  // EOF is not the end while following
-    if (fed_rows > 0 && reader.rows() > detector.trace().size()) {
-      if (detector.push(reader.trace())) report(detector.current());
-    }
+    if (follower.update()) report(follower.current());
     const double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_data).count();
     if (idle >= args.idle_timeout_s) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(args.poll_ms));
   }
   std::signal(SIGINT, previous);
   // Nothing to report is not a success (as `detect` on the same empty file is not).
-  if (reader.rows() == 0)
+  if (follower.rows() == 0)
     throw Error(ErrorCode::kParse, fmt::format("{}: no data rows arrived while following ({} s without new data)",
                                                args.path, args.idle_timeout_s));
-  if (detector.trace().size() > 0 && detector.flush()) report(detector.current());
+  if (follower.flush()) report(follower.current());
   // What the reader had to do (impossible values, skipped rows, clock steps), as `detect` says it.
-  if (!args.json && !detector.trace().diagnostics.warnings.empty()) {
+  if (!args.json && !follower.trace().diagnostics.warnings.empty()) {
     std::cout << "warnings:\n";
-    for (const auto& w : detector.trace().diagnostics.warnings) std::cout << "  - " << w << "\n";
+    for (const auto& w : follower.trace().diagnostics.warnings) std::cout << "  - " << w << "\n";
   }
-  if (!args.plot_path.empty()) write_plot(args.plot_path, detector.trace(), detector.current());
+  if (!args.plot_path.empty()) write_plot(args.plot_path, follower.trace(), follower.current());
 }
 
 void run(const DetectArgs& args) {
   // Written as a negation so NaN fails too (CLI11's PositiveNumber lets it through).
   if (!(args.idle_timeout_s > 0 && args.idle_timeout_s <= 86400))
     throw Error(ErrorCode::kInvalidArgument, "--idle-timeout must be a number of seconds in (0, 86400]");
-  // 0 is "not given"; a negative, NaN or crossed bound would otherwise read as "no period found".
-  const auto& d = args.detect;
-  if (!(d.min_period_s >= 0 && d.min_period_s <= 1e7) || !(d.max_period_s >= 0 && d.max_period_s <= 1e7))
-    throw Error(ErrorCode::kInvalidArgument, "--min-period and --max-period must be numbers of seconds in (0, 1e7]");
-  if (d.min_period_s > 0 && d.max_period_s > 0 && d.min_period_s > d.max_period_s)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--min-period {} is longer than --max-period {}", d.min_period_s, d.max_period_s));
-  if (!(d.min_confidence >= 0 && d.min_confidence <= 1))
-    throw Error(ErrorCode::kInvalidArgument, "--min-confidence must be a number in [0, 1]");
+  args.detect.validate();  // before a follow waits for data
   if (args.follow) {
     run_follow(args);
     return;
   }
+  const Service service;  // detection needs no model: nothing loads
   TraceInputOptions input = args.input;
   use_sibling_host_trace(args.path, input, args.json);
-  const Trace trace = load_trace(args.path, input);
-  const Segmentation seg = detect_epochs(trace, args.detect);
+  const Trace trace = load_trace(service, args.path, input);
+  const Segmentation seg = service.detect(trace, args.detect);
   if (!args.plot_path.empty()) write_plot(args.plot_path, trace, seg);
   if (args.json) {
     auto j = to_json(seg);

@@ -14,7 +14,7 @@
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
-#include "epochcast/model/evaluate.hpp"
+#include "epochcast/service/service.hpp"
 
 namespace epochcast::cli {
 
@@ -114,20 +114,6 @@ void add_eval_command(CLI::App& app) {
       if (!predictions)
         throw Error(ErrorCode::kIo, "cannot write predictions to '" + opt->predictions + "': " + std::strerror(errno));
     }
-    const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
-    DatasetOptions dopt;
-    dopt.lenient = opt->lenient;
-    const Dataset ds = load_dataset(opt->data.empty() ? default_dataset_path() : opt->data, catalog, dopt);
-    FitOptions fopt;
-    fopt.seed = opt->seed;
-    fopt.include_memory_features = opt->memory_features;
-    fopt.residual_over_prior = !opt->no_prior;
-    fopt.meta_gpu_folds = !opt->no_gpu_folds;
-    if (opt->linear_ridge) {
-      fopt.kernel_ridge = false;
-      fopt.xgb_rounds = 150;
-      fopt.xgb_eta = 0.1;
-    }
     ProgressFn progress;
     if (opt->progress || isatty(STDERR_FILENO))
       progress = [](std::string_view what, std::size_t done, std::size_t total) {
@@ -148,15 +134,23 @@ void add_eval_command(CLI::App& app) {
         fmt::print(stderr, "epochcast: note: {}: {} impossible value(s) read as missing; the first at {}\n", d.source,
                    g.impossible_values, g.first_impossible);
     };
-    note(ds);
-    EvalReport r;
-    if (!opt->test.empty()) {
-      const Dataset test = load_dataset(opt->test, catalog, dopt);
-      note(test);
-      r = evaluate_on_test(ds, test, catalog, fopt, progress);
-    } else {
-      r = evaluate(ds, catalog, *protocol_from_string(opt->protocol), fopt, progress);
-    }
+    EvaluateRequest request;
+    request.fit.data_path = opt->data;
+    request.fit.catalog_path = opt->catalog;
+    request.fit.lenient = opt->lenient;
+    request.fit.seed = opt->seed;
+    request.fit.memory_features = opt->memory_features;
+    request.fit.residual_over_prior = !opt->no_prior;
+    request.fit.gpu_folds = !opt->no_gpu_folds;
+    request.fit.linear_ridge = opt->linear_ridge;
+    request.protocol = opt->protocol;
+    request.test_path = opt->test;
+    ServiceConfig config;
+    config.progress = progress;
+    const EvaluateResult evaluated = Service(config).evaluate(request);
+    note(evaluated.dataset);
+    if (evaluated.test) note(*evaluated.test);
+    const EvalReport& r = evaluated.report;
     if (predictions) write_predictions(r, predictions.get(), opt->predictions);
     if (opt->json) {
       nlohmann::json j = scores_json(r.stack);
@@ -172,10 +166,10 @@ void add_eval_command(CLI::App& app) {
       j["fit_seconds"] = r.fit_seconds;
       j["fit_cpu_seconds"] = r.fit_cpu_seconds;
       j["held_out"] = r.held_out;
-      j["dataset"] = ds.source;
+      j["dataset"] = evaluated.dataset.source;
       // What `fit` on the same --data, --catalog and --lenient records in its model: ties these
       // figures to a model file (training.data_fingerprint).
-      j["data_fingerprint"] = training_data_fingerprint(ds, make_pairs(ds), catalog);
+      j["data_fingerprint"] = evaluated.data_fingerprint;
       std::cout << dump_json(j, 2) << "\n";
       return;
     }

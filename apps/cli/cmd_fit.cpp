@@ -15,7 +15,6 @@
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
-#include "epochcast/model/stacked_model.hpp"
 #include "epochcast/service/service.hpp"
 
 namespace epochcast::cli {
@@ -33,21 +32,6 @@ ProgressFn terminal_progress(bool enabled) {
   };
 }
 
-// Checked before fitting. save_model writes beside the path and renames into place, which over
-// a device, FIFO or directory replaces the node itself (as root, `-o /dev/full` did).
-void check_output_path(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (fs::exists(st) && !fs::is_regular_file(st))
-    throw Error(ErrorCode::kIo, fmt::format("cannot write model file '{}': it exists and is not a regular file "
-                                            "(the model is written beside it and renamed into place)", path));
-  const fs::path parent = fs::path(path).parent_path();
-  const std::string dir = parent.empty() ? "." : parent.string();
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    throw Error(ErrorCode::kIo, fmt::format("cannot write model file '{}': folder '{}': {}", path, dir,
-                                            std::strerror(errno)));
-}
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
@@ -78,31 +62,24 @@ void add_fit_command(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->callback([opt] {
     keep_heap_slack();
-    check_output_path(opt->output);
-    const GpuCatalog catalog = load_gpu_catalog(opt->catalog.empty() ? default_gpu_catalog_path() : opt->catalog);
-    DatasetOptions dopt;
-    dopt.lenient = opt->lenient;
-    const Dataset ds = load_dataset(opt->data.empty() ? default_dataset_path() : opt->data, catalog, dopt);
-    FitOptions fopt;
-    fopt.seed = opt->seed;
-    fopt.include_memory_features = opt->memory_features;
-    fopt.residual_over_prior = !opt->no_prior;
-    fopt.meta_gpu_folds = !opt->no_gpu_folds;
-    if (opt->linear_ridge) {
-      fopt.kernel_ridge = false;
-      fopt.xgb_rounds = 150;
-      fopt.xgb_eta = 0.1;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::clock_t cpu0 = std::clock();  // process CPU time, all threads
-    const StackedModel model =
-        fit_model(ds, catalog, fopt, terminal_progress(opt->progress || isatty(STDERR_FILENO)));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
-    save_model(model, opt->output);
+    FitRequest request;
+    request.data_path = opt->data;
+    request.catalog_path = opt->catalog;
+    request.lenient = opt->lenient;
+    request.seed = opt->seed;
+    request.memory_features = opt->memory_features;
+    request.residual_over_prior = !opt->no_prior;
+    request.gpu_folds = !opt->no_gpu_folds;
+    request.linear_ridge = opt->linear_ridge;
+    ServiceConfig config;
+    config.progress = terminal_progress(opt->progress || isatty(STDERR_FILENO));
+    const FitResult fitted = Service(config).fit(request, opt->output);
+    const StackedModel& model = fitted.model;
+    const Dataset& ds = fitted.dataset;
+    const double seconds = fitted.seconds;
+    const double cpu_seconds = fitted.cpu_seconds;
+    const ModelValidation& validation = fitted.validation;
     const auto names = model.learner_names();
-    // Whether the bundled held-out figures describe this model (predict shows them only then).
-    const ModelValidation validation = bundled_validation(model);
     if (opt->json) {
       nlohmann::json weights, unseen;
       for (std::size_t i = 0; i < names.size(); ++i) {
@@ -142,7 +119,7 @@ void add_fit_command(CLI::App& app) {
     fmt::print("\n          a GPU not in training: ");
     for (std::size_t i = 0; i < names.size(); ++i) fmt::print("{}={:.3f} ", names[i], model.meta_weights_unseen_gpu()[i]);
     fmt::print("\ninterval  {:.0f} % = prediction x/÷ {:.3f} (a GPU not in training: x/÷ {:.3f})\nschema    {}\nwrote     {}\n",
-               fopt.interval_level * 100, std::exp(model.interval_half_width_log()),
+               fitted.interval_level * 100, std::exp(model.interval_half_width_log()),
                std::exp(std::max(model.interval_half_width_log(), model.unseen_gpu_interval_half_width_log())),
                model.schema_hash(), opt->output);
     fmt::print("data      {}\nheld-out  {}\n", model.data_fingerprint(),

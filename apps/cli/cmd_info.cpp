@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/metric.hpp"
 #include "trace_input.hpp"
 
 namespace epochcast::cli {
@@ -143,7 +144,7 @@ void add_info_command(CLI::App& app) {
   add_trace_options(cmd, opts->input);
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->callback([opts] {
-    const Trace t = load_trace(opts->path, opts->input);
+    const Trace t = load_trace(Service(), opts->path, opts->input);
     std::vector<ChannelSummary> channels;
     for (const auto& c : t.channels) channels.push_back(summarize(c));
     if (opts->json) std::cout << dump_json(to_json(t, channels), 2) << "\n";

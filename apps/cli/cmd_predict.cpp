@@ -9,7 +9,6 @@
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
-#include "epochcast/epoch/detect.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
 #include "trace_input.hpp"
@@ -25,7 +24,7 @@ struct PredictCliOptions {
   std::string gpus = "all";
   int epochs = 10;
   double epoch_s = 0;
-  double min_confidence = DetectOptions{}.min_confidence;
+  double min_confidence = PredictRequest{}.min_detection_confidence;
   bool json = false;
   std::string html;
   std::string prices;
@@ -52,7 +51,6 @@ ProgressFn terminal_progress() {
 }
 
 void run_predict(const PredictCliOptions& o) {
-  if (o.epochs < 1) throw Error(ErrorCode::kInvalidArgument, fmt::format("--epochs must be at least 1, got {}", o.epochs));
   // With --prometheus the one trace comes from the server (load_trace ignores the path).
   const std::vector<std::string> paths = !o.input.prometheus_url.empty() ? std::vector<std::string>{o.input.prometheus_url}
                                          : o.traces.size() == 1 && o.traces[0] == "-"
@@ -69,17 +67,21 @@ void run_predict(const PredictCliOptions& o) {
   config.progress = terminal_progress();
   if (o.model.empty())
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
-  const Service service(config);
-
   PredictRequest request;
   request.source_gpu = o.source_gpu;
-  request.gpus = parse_gpu_list(o.gpus, "--gpus");
+  request.gpus = parse_gpu_list(o.gpus, "gpus");
   request.epochs = o.epochs;
   request.source_epoch_s = o.epoch_s;
   request.min_detection_confidence = o.min_confidence;
+  request.validate();  // before minutes of fitting the default model
+
+  const Service service(config);
+  service.load();
 
   if (batch) {
-    const std::vector<BatchItem> items = service.predict_batch(paths, to_read_options(o.input), request);
+    TraceRequest read = to_trace_request("", o.input);
+    read.progress = nullptr;  // the batch's own progress says which trace
+    const std::vector<BatchItem> items = service.predict_batch(paths, read, request);
     if (o.json) {
       std::cout << dump_json(to_json(items), 2) << "\n";
     } else {
@@ -91,7 +93,7 @@ void run_predict(const PredictCliOptions& o) {
 
   TraceInputOptions input = o.input;
   use_sibling_host_trace(paths[0], input, o.json);
-  const Trace trace = load_trace(paths[0], input);
+  const Trace trace = load_trace(service, paths[0], input);
   const PredictReport report = service.predict(trace, request);
   if (!o.html.empty()) {
     write_html_report(o.html, report, trace);
@@ -103,6 +105,9 @@ void run_predict(const PredictCliOptions& o) {
     std::cout << render_table(report);
   }
   std::cout.flush();
+  // The library's warning names no flag; this one does.
+  if (report.source.measured_epoch_s <= 0 && o.epoch_s == 0)
+    std::cerr << "epochcast: hint: pass --epoch-s SECONDS if the source run's epoch time is known\n";
 }
 
 }  // namespace

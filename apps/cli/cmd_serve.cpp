@@ -50,6 +50,7 @@ void run_serve(const ServeArgs& a) {
   if (a.model.empty() && !a.quiet)
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
   const Service service(config);
+  service.load();  // a bad model or catalog fails before the port opens
 
   server::ServeOptions options;
   options.listen = a.listen;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -46,6 +47,10 @@ inline void keep_heap_slack() {
   if (std::getenv("EPOCHCAST_MALLOC_DEFAULT") == nullptr) mallopt(M_TOP_PAD, 64 << 20);
 #endif
 }
+
+// The flag that sets a request field (FieldError::field()): "--epoch-s" for source_epoch_s;
+// by default "--" and the field with '-' for '_'.
+[[nodiscard]] std::string flag_for_field(std::string_view field);
 
 void add_info_command(CLI::App& app);
 void add_detect_command(CLI::App& app);

@@ -3,11 +3,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <utility>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/service/request.hpp"
 
 namespace {
 
@@ -42,6 +45,26 @@ int check_stdout() {
 
 }  // namespace
 
+namespace epochcast::cli {
+
+std::string flag_for_field(std::string_view field) {
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"source_epoch_s", "--epoch-s"},   {"min_detection_confidence", "--min-confidence"},
+      {"interval_s", "--interval"},      {"min_period_s", "--min-period"},
+      {"max_period_s", "--max-period"},  {"data_path", "--data"},
+      {"catalog_path", "--catalog"},     {"test_path", "--test"},
+  };
+  for (const auto& [name, flag] : kFlags)
+    if (name == field) return std::string(flag);
+  if (const auto dot = field.rfind('.'); dot != std::string_view::npos) field.remove_prefix(dot + 1);  // prometheus.start
+  std::string flag = "--" + std::string(field);
+  for (char& c : flag)
+    if (c == '_') c = '-';
+  return flag;
+}
+
+}  // namespace epochcast::cli
+
 int main(int argc, char** argv) {
   CLI::App app{"epochcast: predict the epoch time of a training job on every GPU type\n"
                "from the hardware metrics of one run."};
@@ -61,6 +84,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     return report(json, "invalid_argument", e.what(), 2);
+  } catch (const epochcast::FieldError& e) {
+    // The library names the request field; the CLI says the flag.
+    return report(json, "invalid_argument", epochcast::cli::flag_for_field(e.field()) + " " + e.problem(),
+                  epochcast::exit_status(e.code()));
   } catch (const epochcast::Error& e) {
     return report(json, epochcast::to_string(e.code()), e.what(), epochcast::exit_status(e.code()));
   } catch (const std::bad_alloc&) {

@@ -11,7 +11,6 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "epochcast/collect/prometheus.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"  // sibling_host_trace
 
@@ -68,61 +67,6 @@ void add_prometheus_options(CLI::App* cmd, TraceInputOptions& opts) {
   });
 }
 
-ReadOptions to_read_options(const TraceInputOptions& opts) {
-  ReadOptions r;
-  const auto format = trace_format_from_string(opts.format);
-  if (!format) throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown --format '{}'", opts.format));
-  r.format = *format;
-  if (opts.gpu >= 0) r.gpu = opts.gpu;
-  r.host_path = opts.host_path;
-  r.lenient = opts.lenient;
-  // 0 is "not given"; below 1 ms (the collector's finest) a time axis of 1e-300 s steps is nonsense.
-  if (!(opts.interval_s == 0 || (opts.interval_s >= 1e-3 && opts.interval_s <= 86400)))
-    throw Error(ErrorCode::kInvalidArgument, "--interval must be a number of seconds from 0.001 to 86400");
-  if (opts.interval_s > 0) r.interval_s = opts.interval_s;
-  std::string_view rest = opts.fields;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    std::string_view f = rest.substr(0, comma);
-    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
-    while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
-    if (!f.empty()) {
-      if (std::find(r.smi_fields.begin(), r.smi_fields.end(), f) != r.smi_fields.end())
-        throw Error(ErrorCode::kInvalidArgument, fmt::format("--fields lists '{}' twice", f));
-      r.smi_fields.emplace_back(f);
-    }
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-  }
-  // Was dropped without a word: the error then said "pass --fields".
-  if (!opts.fields.empty() && r.smi_fields.empty())
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("--fields '{}' names no field", opts.fields));
-  if (!r.smi_fields.empty() && r.format != TraceFormat::kAuto && r.format != TraceFormat::kNvidiaSmi)
-    throw Error(ErrorCode::kInvalidArgument, "--fields describes an nvidia-smi csv,noheader log, not --format " + opts.format);
-  if (!r.smi_fields.empty() && r.format == TraceFormat::kAuto) r.format = TraceFormat::kNvidiaSmi;
-  return r;
-}
-
-Trace load_prometheus_trace(const TraceInputOptions& opts) {
-  if (opts.prometheus_start.empty())
-    throw Error(ErrorCode::kInvalidArgument, "--prometheus needs --start (Unix s, RFC 3339 UTC or now-15m)");
-  const double now_s =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  PrometheusQuery q;
-  q.url = opts.prometheus_url;
-  q.queries = opts.prometheus_queries;
-  q.uuid = opts.prometheus_uuid;
-  q.start_unix_s = parse_prometheus_time(opts.prometheus_start, now_s);
-  q.end_unix_s = opts.prometheus_end.empty() ? now_s : parse_prometheus_time(opts.prometheus_end, now_s);
-  q.step_s = parse_prometheus_duration_s(opts.prometheus_step);
-  q.raw_samples = opts.prometheus_raw;
-  if (opts.progress || ::isatty(2))
-    q.on_progress = [raw = q.raw_samples](std::size_t done, std::size_t total) {
-      if (total > 1)
-        fmt::print(stderr, "\r{} {}/{}{}", raw ? "raw samples" : "query_range", done, total, done == total ? "\n" : "");
-    };
-  return fetch_prometheus_trace(q);
-}
-
 namespace {
 
 // "\rreading FILE: 42% (512 MB of 1.2 GB)" on stderr, at most 4 times a second, and only once a
@@ -157,15 +101,51 @@ class ProgressLine {
 
 }  // namespace
 
-Trace load_trace(const std::string& path, const TraceInputOptions& opts) {
-  if (!opts.prometheus_url.empty()) return load_prometheus_trace(opts);
-  ReadOptions read = to_read_options(opts);
-  std::unique_ptr<ProgressLine> progress;
-  if (opts.progress || ::isatty(2)) {
-    progress = std::make_unique<ProgressLine>(path);
-    read.progress = [p = progress.get()](std::uint64_t done, std::uint64_t total) { (*p)(done, total); };
+TraceRequest to_trace_request(const std::string& path, const TraceInputOptions& opts) {
+  TraceRequest r;
+  r.path = path;
+  r.format = opts.format;
+  if (opts.gpu >= 0) r.gpu = opts.gpu;
+  r.host_path = opts.host_path;
+  r.lenient = opts.lenient;
+  r.interval_s = opts.interval_s;
+  std::string_view rest = opts.fields;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view f = rest.substr(0, comma);
+    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
+    while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
+    if (!f.empty()) r.fields.emplace_back(f);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
-  return read_trace(path, read);
+  // Was dropped without a word: the error then said "pass --fields".
+  if (!opts.fields.empty() && r.fields.empty())
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--fields '{}' names no field", opts.fields));
+  const bool show_progress = opts.progress || ::isatty(2);
+  if (!opts.prometheus_url.empty()) {
+    PrometheusSource& p = r.prometheus;
+    p.url = opts.prometheus_url;
+    p.queries = opts.prometheus_queries;
+    p.uuid = opts.prometheus_uuid;
+    p.start = opts.prometheus_start;
+    p.end = opts.prometheus_end;
+    p.step = opts.prometheus_step;
+    p.raw = opts.prometheus_raw;
+    if (show_progress)
+      p.on_progress = [raw = p.raw](std::size_t done, std::size_t total) {
+        if (total > 1)
+          fmt::print(stderr, "\r{} {}/{}{}", raw ? "raw samples" : "query_range", done, total, done == total ? "\n" : "");
+      };
+  } else if (show_progress) {
+    auto line = std::make_shared<ProgressLine>(path);
+    r.progress = [line](std::uint64_t done, std::uint64_t total) { (*line)(done, total); };
+  }
+  return r;
+}
+
+Trace load_trace(const Service& service, const std::string& path, const TraceInputOptions& opts) {
+  // The progress line (held by the request) clears itself when the request goes.
+  return service.read(to_trace_request(path, opts));
 }
 
 void use_sibling_host_trace(const std::string& path, TraceInputOptions& opts, bool quiet) {

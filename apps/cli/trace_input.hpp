@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "epochcast/trace/read.hpp"
+#include "epochcast/service/request.hpp"
+#include "epochcast/service/service.hpp"
 
 namespace epochcast::cli {
 
@@ -31,15 +32,14 @@ struct TraceInputOptions {
 // --prometheus URL (--query PROMQL… | --uuid UUID) --start T [--end T] [--step S | --raw]; add_trace_options
 // calls it. Makes the command's required positional trace optional when --prometheus is given.
 void add_prometheus_options(CLI::App* cmd, TraceInputOptions& opts);
-// Fetches the range the --prometheus options describe (collect stage's fetch_prometheus_trace).
-[[nodiscard]] Trace load_prometheus_trace(const TraceInputOptions& opts);
 // Registers the options on `cmd`, storing into `opts` (which must outlive parsing).
 void add_trace_options(CLI::App* cmd, TraceInputOptions& opts);
-// The library's ReadOptions for these options; throws Error(kInvalidArgument) on bad values.
-[[nodiscard]] ReadOptions to_read_options(const TraceInputOptions& opts);
-// Reads the trace at `path` ("-" = stdin) with these options; with --prometheus, fetches the
-// range from the server instead (path unused).
-[[nodiscard]] Trace load_trace(const std::string& path, const TraceInputOptions& opts);
+// The service's TraceRequest for these options and `path` ("-" = stdin; unused with
+// --prometheus), with a progress line on stderr on a terminal or under --progress.
+// Error(kInvalidArgument) for a --fields list that names nothing or a field twice.
+[[nodiscard]] TraceRequest to_trace_request(const std::string& path, const TraceInputOptions& opts);
+// Reads the trace at `path` through the service (file, stdin, or the --prometheus range).
+[[nodiscard]] Trace load_trace(const Service& service, const std::string& path, const TraceInputOptions& opts);
 // NAME.host.csv beside NAME.smi.csv, merged when no --host (or --prometheus) was given: host
 // CPU helps detection, so detect and predict read the same evidence. Says so unless quiet.
 void use_sibling_host_trace(const std::string& path, TraceInputOptions& opts, bool quiet);

@@ -11,12 +11,11 @@
 #include <vector>
 #include <string_view>
 
-#include "epochcast/collect/metrics_server.hpp"  // parse_listen_address
 #include "epochcast/core/error.hpp"
-#include "epochcast/epoch/detect.hpp"
+#include "epochcast/core/listen_address.hpp"
 #include "epochcast/net/http_front.hpp"
 #include "epochcast/service/render.hpp"
-#include "epochcast/trace/read.hpp"
+#include "epochcast/service/request.hpp"
 
 namespace epochcast::server {
 
@@ -130,32 +129,38 @@ Upload read_upload(const Request& req, const Query& query) {
   return u;
 }
 
-Trace read_uploaded_trace(const Request& req, const Query& query) {
+Trace read_uploaded_trace(const Service& service, const Request& req, const Query& query) {
   const Upload upload = read_upload(req, query);
-  ReadOptions options;
-  if (const auto format = query.text("format")) {
-    const auto parsed = trace_format_from_string(*format);
-    if (!parsed)
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("query parameter 'format': expected auto, nvidia-smi, dcgmi or csv, got '{}'", *format));
-    options.format = *parsed;
-  }
-  if (const auto gpu = query.integer("gpu", 0, 1 << 20)) options.gpu = *gpu;
-  options.lenient = query.flag("lenient");
-  if (const auto interval = query.number("interval_s", 1e-3, 86400)) options.interval_s = *interval;
-  Trace trace = read_trace_from_string(upload.trace, upload.name, options);
-  if (upload.host) merge_host_trace(trace, read_host_trace_from_string(*upload.host, upload.host_name));
-  return trace;
+  TraceRequest read;
+  if (const auto format = query.text("format")) read.format = *format;
+  if (const auto gpu = query.integer("gpu", 0, 1 << 20)) read.gpu = *gpu;
+  read.lenient = query.flag("lenient");
+  if (const auto interval = query.number("interval_s", 1e-3, 86400)) read.interval_s = *interval;
+  return service.read(upload.trace, upload.name, read, upload.host, upload.host_name);
+}
+
+DetectRequest detect_request(const Query& query) {
+  DetectRequest r;
+  if (const auto c = query.number("min_confidence", 0, 1)) r.min_confidence = *c;
+  if (const auto n = query.integer("min_epochs", 2, 1000000)) r.min_epochs = *n;
+  return r;
 }
 
 PredictRequest predict_request(const Query& query) {
   PredictRequest r;
   if (const auto source = query.text("source_gpu")) r.source_gpu = *source;
-  if (const auto list = query.text("gpus")) r.gpus = parse_gpu_list(*list, "query parameter 'gpus':");
+  if (const auto list = query.text("gpus")) r.gpus = parse_gpu_list(*list, "gpus");
   if (const auto epochs = query.integer("epochs", 1, 1000000)) r.epochs = *epochs;
   if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
   if (const auto confidence = query.number("min_confidence", 0, 1)) r.min_detection_confidence = *confidence;
   return r;
+}
+
+// The query parameter that sets a request field (FieldError::field()); most share its name.
+std::string_view parameter_for_field(std::string_view field) {
+  if (field == "source_epoch_s") return "epoch_s";
+  if (field == "min_detection_confidence") return "min_confidence";
+  return field;
 }
 
 // Library errors become JSON with the status of their code; nothing escapes to httplib.
@@ -164,6 +169,9 @@ httplib::Server::Handler guarded(Handler handler) {
   return [handler](const Request& req, Response& res) {
     try {
       handler(req, res);
+    } catch (const FieldError& e) {
+      send_error(res, http_status(e.code()), to_string(e.code()),
+                 fmt::format("query parameter '{}': {}", parameter_for_field(e.field()), e.problem()));
     } catch (const Error& e) {
       send_error(res, http_status(e.code()), to_string(e.code()), e.what());
     } catch (const std::bad_alloc&) {
@@ -264,13 +272,11 @@ void HttpApi::add_routes() {
     send_json(res, 200, {{"validation", to_json(service.validation())}, {"gpus", service.gpu_ids()}});
   }));
 
-  s.Post("/v1/detect", guarded([](const Request& req, Response& res) {
+  s.Post("/v1/detect", guarded([&service](const Request& req, Response& res) {
     const Query query(req, {"name", "format", "gpu", "lenient", "interval_s", "min_confidence", "min_epochs"});
-    DetectOptions options;
-    if (const auto c = query.number("min_confidence", 0, 1)) options.min_confidence = *c;
-    if (const auto n = query.integer("min_epochs", 2, 1000000)) options.min_epochs = *n;
-    const Trace trace = read_uploaded_trace(req, query);
-    nlohmann::json j = to_json(detect_epochs(trace, options));
+    const DetectRequest request = detect_request(query);
+    const Trace trace = read_uploaded_trace(service, req, query);
+    nlohmann::json j = to_json(service.detect(trace, request));
     j["warnings"] = trace.diagnostics.warnings;  // as `detect --json`
     send_json(res, 200, j);
   }));
@@ -279,14 +285,14 @@ void HttpApi::add_routes() {
   s.Post("/v1/predict", guarded([&service, predict_params](const Request& req, Response& res) {
     const Query query(req, predict_params);
     const PredictRequest request = predict_request(query);
-    const Trace trace = read_uploaded_trace(req, query);
+    const Trace trace = read_uploaded_trace(service, req, query);
     send_json(res, 200, to_json(service.predict(trace, request)));
   }));
   s.Post("/v1/report", guarded([&service, predict_params](const Request& req, Response& res) {
     const Query query(req, predict_params);
     const PredictRequest request = predict_request(query);
-    const Trace trace = read_uploaded_trace(req, query);
-    res.set_content(render_html(service.predict(trace, request), trace), "text/html; charset=utf-8");
+    const Trace trace = read_uploaded_trace(service, req, query);
+    res.set_content(service.report(trace, request), "text/html; charset=utf-8");
   }));
   for (const char* path : {"/v1/detect", "/v1/predict", "/v1/report"}) method_not_allowed(s, path, "POST");
   for (const char* path : {"/", "/healthz", "/v1/gpus", "/v1/model"}) method_not_allowed(s, path, "GET");

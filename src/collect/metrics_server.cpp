@@ -9,8 +9,9 @@
 #include <httplib.h>
 
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/listen_address.hpp"
+#include "epochcast/collect/helper_thread.hpp"
 #include "epochcast/net/http_front.hpp"
-#include "helper_thread.hpp"
 
 namespace epochcast {
 
@@ -62,23 +63,6 @@ std::string render_prometheus_metrics(std::span<const GpuIdentity> gpus, std::sp
                      escape_label(hostname), v);
     }
   }
-  return out;
-}
-
-ListenAddress parse_listen_address(const std::string& address, const std::string& default_host) {
-  ListenAddress out{default_host, -1};
-  std::string port_text = address;
-  if (const auto colon = address.rfind(':'); colon != std::string::npos) {
-    if (colon > 0) out.host = address.substr(0, colon);
-    port_text = address.substr(colon + 1);
-  }
-  if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']')
-    out.host = out.host.substr(1, out.host.size() - 2);
-  const char* end = port_text.data() + port_text.size();
-  const auto [ptr, ec] = std::from_chars(port_text.data(), end, out.port);
-  if (port_text.empty() || ec != std::errc() || ptr != end || out.port < 0 || out.port > 65535)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--listen '{}': expected HOST:PORT, :PORT or PORT (0 picks a free port)", address));
   return out;
 }
 

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "epochcast/core/error.hpp"
-#include "helper_thread.hpp"
+#include "epochcast/collect/helper_thread.hpp"
 
 namespace epochcast {
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "epochcast/core/error.hpp"
-#include "helper_thread.hpp"
+#include "epochcast/collect/helper_thread.hpp"
 
 namespace epochcast {
 

@@ -92,10 +92,10 @@ TEST(HostileCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
       // -5 was read as "no --gpu": the busiest GPU was used without a word.
       {"info " + kResnet + " --gpu -5", "--gpu: must not be negative, got -5"},
       // These read as "no period found" (exit 0, found false) or were ignored.
-      {"detect " + kResnet + " --min-period 10 --max-period 1", "--min-period 10 is longer than --max-period 1"},
-      {"detect " + kResnet + " --min-period -1", "--min-period and --max-period must be"},
-      {"detect " + kResnet + " --min-period nan", "--min-period and --max-period must be"},
-      {"detect " + kResnet + " --max-period 1e308", "--min-period and --max-period must be"},
+      {"detect " + kResnet + " --min-period 10 --max-period 1", "--min-period 10 is longer than the longest period asked for, 1"},
+      {"detect " + kResnet + " --min-period -1", "--min-period must be"},
+      {"detect " + kResnet + " --min-period nan", "--min-period must be"},
+      {"detect " + kResnet + " --max-period 1e308", "--max-period must be"},
       {"detect " + kResnet + " --min-confidence nan", "--min-confidence"},
       // A time axis in steps of 1e-300 s.
       {"info " + kData + "/dcgmi/two_gpus_100ms.dmon.log --interval 1e-300", "--interval must be"},

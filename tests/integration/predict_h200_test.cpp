@@ -303,7 +303,7 @@ TEST_P(PredictWeakSignatureRun, AbstainsWithoutInventingOrIsRight) {
   if (!j["source"]["detected"]["found"].get<bool>()) {
     EXPECT_TRUE(j["predictions"].empty()) << j["predictions"].dump();
     ASSERT_FALSE(j["warnings"].empty());
-    EXPECT_THAT(j["warnings"].back().get<std::string>(), HasSubstr("--epoch-s"));
+    EXPECT_THAT(j["warnings"].back().get<std::string>(), HasSubstr("give the source's epoch time"));
   } else {
     EXPECT_NEAR(j["source"]["measured_epoch_s"].get<double>(), truth_s, 0.03 * truth_s);
   }

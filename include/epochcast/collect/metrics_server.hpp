@@ -29,14 +29,6 @@ namespace epochcast {
                                                     std::span<const MetricValues> values,
                                                     std::string_view hostname);
 
-// "HOST:PORT", ":PORT" or "PORT" ("[::1]:PORT" too); a missing host is `default_host`. Port 0
-// means "pick a free one". Error(kInvalidArgument) naming --listen for anything else.
-struct ListenAddress {
-  std::string host;
-  int port = 0;
-};
-[[nodiscard]] ListenAddress parse_listen_address(const std::string& address, const std::string& default_host);
-
 // Who may scrape: a non-loopback address needs a bearer token or `insecure`.
 struct MetricsServerOptions {
   std::string token;

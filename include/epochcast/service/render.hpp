@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "epochcast/epoch/plot.hpp"  // render_detection_svg: the `detect --plot` picture
 #include "epochcast/epoch/segmentation.hpp"
 #include "epochcast/service/report.hpp"
 #include "epochcast/trace/trace.hpp"

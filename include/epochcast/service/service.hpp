@@ -1,17 +1,21 @@
-// The façade both front ends (CLI, server) call. Every rule of "trace in, ranked answer out"
-// lives behind it; the front ends only parse, call and render.
+// The one door both front ends (CLI, server) use. Every rule of "trace in, answer out" lives
+// behind it; the front ends parse their own syntax into the request structs of request.hpp,
+// call, and render what comes back (render.hpp).
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "epochcast/epoch/segmentation.hpp"
+#include "epochcast/model/dataset.hpp"
+#include "epochcast/model/evaluate.hpp"
 #include "epochcast/model/stacked_model.hpp"  // ProgressFn
 #include "epochcast/service/report.hpp"
-#include "epochcast/trace/read.hpp"
+#include "epochcast/service/request.hpp"
 #include "epochcast/trace/trace.hpp"
 
 namespace epochcast {
@@ -25,20 +29,6 @@ struct ServiceConfig {
   bool hide_paths = false;
 };
 
-struct PredictRequest {
-  // Catalog id or an nvidia-smi name ("Tesla T4"); empty: from the trace's name column.
-  std::string source_gpu;
-  // Catalog ids (or nvidia-smi names) to predict for; empty: every GPU of the catalog.
-  std::vector<std::string> gpus;
-  int epochs = 10;               // N for the cost of N epochs
-  // The source's epoch time when known from elsewhere (training log); 0: from detection.
-  // Needed when detection abstains; the features then cover the detector's busy region.
-  double source_epoch_s = 0;
-  // Detection's bar for "found" (DetectOptions::min_confidence). Lower accepts weaker evidence;
-  // the confidence still widens the intervals and is named in the warnings.
-  double min_detection_confidence = 0.5;
-};
-
 // Time spent per stage of one predict, for the benchmark and --verbose.
 struct StageTimes {
   double read_s = 0;
@@ -48,6 +38,26 @@ struct StageTimes {
   double render_s = 0;           // filled by callers that render
 };
 
+// What `fit` made: the model (already written to the output path when one was given) and what
+// loading and fitting took.
+struct FitResult {
+  StackedModel model;
+  Dataset dataset;
+  double seconds = 0;        // wall clock of the fit
+  double cpu_seconds = 0;    // process CPU time, all threads
+  double interval_level = 0.9;
+  ModelValidation validation;  // whether the bundled held-out figures describe this model
+};
+
+// What `evaluate` measured, with the datasets it read (their diagnostics: rows skipped,
+// impossible values) and the fingerprint `fit` on the same data records in its model.
+struct EvaluateResult {
+  EvalReport report;
+  Dataset dataset;
+  std::optional<Dataset> test;
+  std::string data_fingerprint;
+};
+
 // The bundled held-out figures (data/model-validation.json) when they belong to `model`: same
 // schema, pair count and fit options, and fitted on the bundled dataset and catalog (its data
 // fingerprint); else none, with a note saying why and how to measure them (`epochcast eval`).
@@ -55,36 +65,56 @@ struct StageTimes {
 
 class Service {
  public:
-  // Loads the catalogs and the model (fitting the default model on first use; shows progress).
-  // Throws Error(kIo/kParse/kSchemaMismatch) for a bad model or catalog file.
+  // Keeps the configuration; the catalogs and the model load on first use (load()).
   explicit Service(ServiceConfig config = {});
   ~Service();
   Service(Service&&) noexcept;
   Service& operator=(Service&&) noexcept;
 
-  // Epoch detection with the project's detector.
-  [[nodiscard]] Segmentation analyze(const Trace& trace) const;
+  // Loads the catalogs and the model now (fitting the default model on first use; shows
+  // progress). Idempotent. Throws Error(kIo/kParse/kSchemaMismatch/kNotFound) for a bad model,
+  // GPU or price catalog file. Front ends that serve call it before they listen.
+  void load() const;
+
+  // Reads the trace a request names (file, stdin or Prometheus range; the host log merged).
+  [[nodiscard]] Trace read(const TraceRequest& request) const;
+  // The same from bytes already in memory (an upload); `host` is the host log's bytes.
+  [[nodiscard]] Trace read(std::string_view bytes, const std::string& name, const TraceRequest& request,
+                           std::optional<std::string_view> host = std::nullopt,
+                           const std::string& host_name = "host") const;
+
+  // Epoch detection with the project's detector. Needs no model.
+  [[nodiscard]] Segmentation detect(const Trace& trace, const DetectRequest& request = {}) const;
 
   // Trace → ranked prediction for every requested GPU. Throws Error(kNotFound) for an unknown
-  // source or target GPU (the message lists the catalog), Error(kInvalidArgument) for epochs < 1.
+  // source or target GPU (the message lists the catalog), FieldError for a bad request field.
   // When no epochs are found the report carries no predictions and a warning saying why.
   [[nodiscard]] PredictReport predict(const Trace& trace, const PredictRequest& request,
                                       StageTimes* times = nullptr) const;
-  // Reads the file first (ReadOptions as for `detect`).
-  [[nodiscard]] PredictReport predict_file(const std::string& path, const ReadOptions& read,
-                                           const PredictRequest& request,
+  // Reads the file first.
+  [[nodiscard]] PredictReport predict_file(const TraceRequest& read, const PredictRequest& request,
                                            StageTimes* times = nullptr) const;
-  // Several traces: one item per trace; a trace that fails is reported, the rest go on.
+  // Several traces: one item per trace (each with its sibling host log unless `read` names
+  // one); a trace that fails is reported, the rest go on.
   [[nodiscard]] std::vector<BatchItem> predict_batch(const std::vector<std::string>& paths,
-                                                     const ReadOptions& read,
+                                                     const TraceRequest& read,
                                                      const PredictRequest& request) const;
+  // The self-contained HTML page of one prediction (render_html).
+  [[nodiscard]] std::string report(const Trace& trace, const PredictRequest& request) const;
+
+  // Fits the stack as the request says and, when `output_path` is not empty, writes it there
+  // (checked before fitting: a path that cannot be written fails at once).
+  [[nodiscard]] FitResult fit(const FitRequest& request, const std::string& output_path = {}) const;
+  // Cross-validates the stack (progress through the config's ProgressFn).
+  [[nodiscard]] EvaluateResult evaluate(const EvaluateRequest& request) const;
 
   // The catalog's GPU ids in catalog order.
   [[nodiscard]] std::vector<std::string> gpu_ids() const;
   [[nodiscard]] const ModelValidation& validation() const;
 
+  struct Impl;  // src/service/service_impl.hpp: the steps of each operation share it
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -92,9 +122,6 @@ class Service {
 // *.truth.json and dotfiles are skipped), sorted by name; files are kept as given.
 // Throws Error(kIo) for a path that does not exist.
 [[nodiscard]] std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths);
-// A GPU list as the front ends take it ("all", or "t4, a10g"): the ids, trimmed; empty for
-// "all" or "". Error(kInvalidArgument) "<what> '<list>' names no GPU" for one like ",,".
-[[nodiscard]] std::vector<std::string> parse_gpu_list(std::string_view list, std::string_view what);
 // NAME.host.csv next to NAME.smi.csv (or NAME.csv), or "" when there is none.
 [[nodiscard]] std::string sibling_host_trace(const std::string& trace_path);
 

@@ -110,7 +110,12 @@ TEST(Service, PredictsEveryGpuWarnsAboutMissingChannelsAndRefusesUnknownGpus) {
   PredictRequest zero_epochs;
   zero_epochs.epochs = 0;
   EXPECT_THROW((void)service.predict(trace, zero_epochs), Error);
-  EXPECT_THROW((void)service.predict(periodic_trace(""), {}), Error);  // no GPU name, no --source-gpu
+  try {
+    (void)service.predict(periodic_trace(""), {});  // no GPU name in the trace or the request
+    FAIL();
+  } catch (const FieldError& e) {
+    EXPECT_EQ(e.field(), "source_gpu");
+  }
 }
 
 TEST(Service, FlatTraceGivesNoPredictionAndSaysWhy) {
@@ -122,32 +127,12 @@ TEST(Service, FlatTraceGivesNoPredictionAndSaysWhy) {
   EXPECT_FALSE(r.source.detected.found);
   EXPECT_TRUE(r.predictions.empty());
   ASSERT_FALSE(r.warnings.empty());
-  EXPECT_THAT(r.warnings.back(), HasSubstr("--epoch-s"));
+  EXPECT_THAT(r.warnings.back(), HasSubstr("give the source's epoch time"));
   PredictRequest given;
   given.source_epoch_s = 20;
   const PredictReport g = service.predict(t, given);
   EXPECT_EQ(g.source.epoch_time_from, "given");
   EXPECT_FALSE(g.predictions.empty());
-}
-
-}  // namespace
-}  // namespace epochcast
-
-namespace epochcast {
-namespace {
-
-// The one GPU-list reader of `predict --gpus` and the server's `gpus=` parameter.
-TEST(ParseGpuList, TrimsSplitsAndRefusesAnEmptyList) {
-  EXPECT_TRUE(parse_gpu_list("all", "--gpus").empty());
-  EXPECT_TRUE(parse_gpu_list("", "--gpus").empty());
-  EXPECT_EQ(parse_gpu_list(" t4, a10g ,,v100", "--gpus"), (std::vector<std::string>{"t4", "a10g", "v100"}));
-  try {
-    (void)parse_gpu_list(" , ,", "query parameter 'gpus':");
-    FAIL() << "an empty list was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_EQ(std::string(e.what()), "query parameter 'gpus': ' , ,' names no GPU");
-  }
 }
 
 }  // namespace

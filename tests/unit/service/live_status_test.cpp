@@ -1,4 +1,4 @@
-#include "epochcast/collect/live_status.hpp"
+#include "epochcast/service/live_status.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "epochcast/collect/live_status.hpp"
+#include "epochcast/service/live_status.hpp"
 
 #include <cmath>
 #include <fmt/format.h>
 
-#include "helper_thread.hpp"
+#include "epochcast/collect/helper_thread.hpp"
 
 namespace epochcast {
 
