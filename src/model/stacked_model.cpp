@@ -838,9 +838,21 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       throw Error(ErrorCode::kParse, "bad log_ratio_clamp", {name, 0, 0, "log_ratio_clamp"});
     m.log_ratio_lo_ = clamp[0];
     m.log_ratio_hi_ = clamp[1];
+    // An interval wider than x/÷ 1000 says nothing, and exp() of a huge half-width is inf: a
+    // null bound in every answer (1e308 was accepted).
+    const double max_half_width_log = std::log(1e3);
     if (!std::isfinite(m.interval_q_log_) || m.interval_q_log_ < 0 || !std::isfinite(m.interval_unseen_q_log_) ||
-        m.interval_unseen_q_log_ < 0)
-      throw Error(ErrorCode::kParse, "bad interval half width", {name, 0, 0, "interval"});
+        m.interval_unseen_q_log_ < 0 || m.interval_q_log_ > max_half_width_log ||
+        m.interval_unseen_q_log_ > max_half_width_log)
+      throw Error(ErrorCode::kParse,
+                  fmt::format("bad interval half width (expected 0 to {:.3g} in log units, a factor of 1000)",
+                              max_half_width_log),
+                  {name, 0, 0, "interval"});
+    // fit refuses a level outside (0, 1); a file must not bring one in (2 was accepted).
+    if (!(m.options_.interval_level > 0 && m.options_.interval_level < 1))
+      throw Error(ErrorCode::kParse,
+                  fmt::format("interval level {} is not between 0 and 1", m.options_.interval_level),
+                  {name, 0, 0, "options.interval_level"});
     const auto& t = j.at("training");
     m.dataset_source_ = t.at("dataset").get<std::string>();
     m.training_pairs_ = json_integer<std::size_t>(t.at("pairs"));
