@@ -36,11 +36,11 @@
 #include <string>
 #include <vector>
 
-#include "../tests/unit/epoch/truth.hpp"
-#include "../tests/unit/epoch/variants.hpp"
+#include "eval/truth.hpp"
+#include "eval/variants.hpp"
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/published.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/published.hpp"
+#include "eval/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast {

@@ -1,6 +1,6 @@
-// Review round 6 (2026-12-01) through the built CLI: impossible readings, a device given as the
+// Bad values through the built CLI: impossible readings, a device given as the
 // model, collect overwriting a previous trace, the batch table with long names, hostile trace
-// bytes, and `--json` staying valid JSON for every error. Each test failed on main before.
+// bytes, and `--json` staying valid JSON for every error (docs/journal/robustness.md, review round 6).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -17,7 +17,7 @@
 
 #include "collect_process.hpp"
 #include "epochcast/core/error.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast {

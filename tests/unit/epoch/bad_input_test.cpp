@@ -7,7 +7,7 @@
 #include <random>
 
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
 #include "../../../src/epoch/signal.hpp"
 

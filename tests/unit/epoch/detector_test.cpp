@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 
 namespace epochcast {
 namespace {

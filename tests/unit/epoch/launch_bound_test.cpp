@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
-#include "truth.hpp"
+#include "eval/synthetic.hpp"
+#include "eval/truth.hpp"
 
 namespace epochcast {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "../../../src/epoch/detect_internal.hpp"
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 
 namespace epochcast {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
-#include "truth.hpp"
+#include "eval/synthetic.hpp"
+#include "eval/truth.hpp"
 
 namespace epochcast {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/epoch/plot.hpp"
-#include "epochcast/epoch/published.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/published.hpp"
+#include "eval/synthetic.hpp"
 
 namespace epochcast {
 namespace {

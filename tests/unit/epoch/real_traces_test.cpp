@@ -7,7 +7,7 @@
 
 #include "epochcast/epoch/detect.hpp"
 #include "epochcast/trace/read.hpp"
-#include "truth.hpp"
+#include "eval/truth.hpp"
 
 namespace epochcast {
 namespace {

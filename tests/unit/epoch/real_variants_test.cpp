@@ -9,7 +9,7 @@
 #include <string>
 
 #include "epochcast/epoch/detect.hpp"
-#include "variants.hpp"
+#include "eval/variants.hpp"
 
 namespace epochcast {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 
 namespace epochcast {
 namespace {

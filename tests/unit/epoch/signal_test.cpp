@@ -17,7 +17,7 @@
 
 #include "../../../src/epoch/signal.hpp"
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast::signal {

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "epochcast/epoch/detect.hpp"
-#include "epochcast/epoch/synthetic.hpp"
-#include "truth.hpp"
+#include "eval/synthetic.hpp"
+#include "eval/truth.hpp"
 
 namespace epochcast {
 namespace {

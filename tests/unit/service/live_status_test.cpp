@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast {

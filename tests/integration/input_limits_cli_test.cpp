@@ -1,7 +1,7 @@
-// Four rough edges of bad input, through the built CLI (branch `polish`, 2026-12-01): an endless
-// stdin or pipe stopped at the stream cap; the bundled held-out figures shown only for a model
-// fitted on the bundled data (its data fingerprint), not for one fitted on altered data with the
-// same pair count; GPU catalog figures outside their plausible range; 1e309 out of range.
+// Input limits through the built CLI: an endless stdin or pipe stopped at the stream cap; the
+// bundled held-out figures shown only for a model fitted on the bundled data (its data
+// fingerprint), not for one fitted on altered data with the same pair count; GPU catalog
+// figures outside their plausible range; 1e309 out of range.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "epochcast/epoch/synthetic.hpp"
+#include "eval/synthetic.hpp"
 
 #include <fmt/format.h>
 

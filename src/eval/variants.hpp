@@ -21,7 +21,7 @@
 #include "epochcast/core/metric.hpp"
 #include "epochcast/epoch/segmentation.hpp"
 #include "epochcast/trace/read.hpp"
-#include "truth.hpp"
+#include "eval/truth.hpp"
 
 namespace epochcast::testing {
 

@@ -33,7 +33,7 @@ struct TempDir {
   }
 };
 
-TEST(HostileCli, OutputLostToAFullDiskIsAnError) {
+TEST(ArgumentChecksCli, OutputLostToAFullDiskIsAnError) {
   // Was exit 0 with nothing written: scripts read `--json > file`.
   for (const std::string cmd : {"info " + kResnet, "detect " + kResnet + " --json"}) {
     const CommandResult r = run_err(cmd, ">/dev/full");
@@ -45,7 +45,7 @@ TEST(HostileCli, OutputLostToAFullDiskIsAnError) {
   EXPECT_EQ(run_err("info " + kResnet).status, 0);
 }
 
-TEST(HostileCli, FitRefusesAnOutputThatIsNotARegularFileBeforeFitting) {
+TEST(ArgumentChecksCli, FitRefusesAnOutputThatIsNotARegularFileBeforeFitting) {
   // save_model renames a new file into place: `-o /dev/full` as root replaced the device node
   // with the model, after a whole fit. A FIFO stands in for the device here.
   TempDir dir;
@@ -63,7 +63,7 @@ TEST(HostileCli, FitRefusesAnOutputThatIsNotARegularFileBeforeFitting) {
   EXPECT_NE(r.out.find("no-such-folder': No such file or directory"), std::string::npos) << r.out;
 }
 
-TEST(HostileCli, FoldersGivenAsInputFilesAreClearIoErrors) {
+TEST(ArgumentChecksCli, FoldersGivenAsInputFilesAreClearIoErrors) {
   TempDir dir;
   const std::string d = dir.path.string();
   // --data and --test: std::ios_base::failure escaped as exit 70 without the file's name.
@@ -81,7 +81,7 @@ TEST(HostileCli, FoldersGivenAsInputFilesAreClearIoErrors) {
   EXPECT_NE(t.out.find("Is a directory"), std::string::npos) << t.out;
 }
 
-TEST(HostileCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
+TEST(ArgumentChecksCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
   struct Case {
     std::string args, says;
   };
@@ -114,7 +114,7 @@ TEST(HostileCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
   EXPECT_EQ(run_err("info " + kData + "/dcgmi/two_gpus_100ms.dmon.log --interval 0.1 --gpu 1").status, 0);
 }
 
-TEST(HostileCli, FollowingAFolderOrAFileThatNeverGrowsIsAnError) {
+TEST(ArgumentChecksCli, FollowingAFolderOrAFileThatNeverGrowsIsAnError) {
   // Both ended with exit 0 and no output at all once the idle timeout passed.
   TempDir dir;
   const CommandResult folder = run_err("detect --follow --idle-timeout 0.3 " + dir.path.string());
@@ -127,7 +127,7 @@ TEST(HostileCli, FollowingAFolderOrAFileThatNeverGrowsIsAnError) {
   EXPECT_NE(idle.out.find("empty.csv: no data rows arrived while following"), std::string::npos) << idle.out;
 }
 
-TEST(HostileCli, PlotOnAFullDiskIsAnError) {
+TEST(ArgumentChecksCli, PlotOnAFullDiskIsAnError) {
   // Said "error writing full.svg" without the reason; the tail, written when the stream
   // closed, went unchecked.
   TempDir dir;

@@ -1,19 +1,27 @@
 // The published detector, re-implemented as the baseline (field notes §1). Where the paper
 // leaves a parameter open, the choice is written next to it and in docs/detection.md.
-#include "epochcast/epoch/published.hpp"
+#include "eval/published.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
-#include "signal.hpp"
-
 namespace epochcast {
 namespace {
+
+// The median as signal::median (private to src/epoch) takes it: the element of rank
+// round((n - 1) / 2), no averaging of the middle two; NaN for none.
+double median(std::vector<double> x) {
+  if (x.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const auto k = static_cast<std::ptrdiff_t>(0.5 * static_cast<double>(x.size() - 1) + 0.5);
+  std::nth_element(x.begin(), x.begin() + k, x.end());
+  return x[static_cast<std::size_t>(k)];
+}
 
 constexpr std::size_t kMaxSamples = 1999;
 constexpr double kProminence = 0.01;
@@ -99,10 +107,10 @@ Segmentation detect_epochs_published(const Trace& trace) {
     return seg;
   }
   // Anomaly score: distance from the typical level in robust standard deviations.
-  const double med = signal::median(x);
+  const double med = median(x);
   std::vector<double> dev(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) dev[i] = std::abs(x[i] - med);
-  const double mad = 1.4826 * signal::median(dev) + 1e-6;
+  const double mad = 1.4826 * median(dev) + 1e-6;
   std::vector<double> score(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) score[i] = dev[i] / mad;
   for (int pass = 0; pass < 2; ++pass) {
