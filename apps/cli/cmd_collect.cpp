@@ -39,6 +39,8 @@ struct CollectArgs {
   bool host = false;
   bool pcie = false;
   std::string listen;
+  std::string token;
+  bool insecure = false;
   bool quiet = false;
   bool status = false;
   bool force = false;
@@ -88,7 +90,7 @@ void run_collect(const CollectArgs& args) {
   std::unique_ptr<TraceFileWriter> writer;
   if (!args.output.empty()) writer = std::make_unique<TraceFileWriter>(args.output, sampler.columns(), gpus.front());
   std::unique_ptr<MetricsServer> server;
-  if (!args.listen.empty()) server = std::make_unique<MetricsServer>(args.listen, gpus);
+  if (!args.listen.empty()) server = std::make_unique<MetricsServer>(args.listen, gpus, MetricsServerOptions{args.token, args.insecure});
 
   if (writer) writer->flush_in_background();  // a slow sync never delays a tick
   if (!args.quiet) {
@@ -206,7 +208,11 @@ void add_collect_command(CLI::App& app) {
   cmd->add_flag("--host", args->host, "Also sample host CPU and memory from /proc");
   cmd->add_flag("--pcie", args->pcie, "Also sample PCIe throughput (its own thread; ~20 ms per driver call)");
   cmd->add_option("--listen", args->listen,
-                  "Serve /metrics (dcgm-exporter names) at HOST:PORT, :PORT or PORT (0 = a free port)");
+                  "Serve /metrics (dcgm-exporter names) at HOST:PORT, :PORT or PORT (0 = a free port; "
+                  "no HOST: 127.0.0.1)");
+  cmd->add_option("--token", args->token,
+                  "Bearer token scrapers must send (Authorization: Bearer TOKEN); needed for a non-loopback --listen");
+  cmd->add_flag("--insecure", args->insecure, "Allow a non-loopback --listen without --token");
   cmd->add_flag("-q,--quiet", args->quiet, "No status line or summary");
   cmd->add_flag("--status", args->status,
                 "Live status (period estimate) even when stderr is not a terminal: one line per second");

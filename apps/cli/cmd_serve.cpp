@@ -29,6 +29,8 @@ struct ServeArgs {
   std::string listen = "127.0.0.1:8080";
   int max_body_mb = 256;
   int threads = 4;
+  std::string token;
+  bool insecure = false;
   bool quiet = false;
   bool json = false;
 };
@@ -48,6 +50,7 @@ void run_serve(const ServeArgs& a) {
   config.prices_path = a.prices;
   config.store_path = a.store;
   config.gpu_catalog_path = a.catalog;
+  config.hide_paths = true;  // answers go to clients: no paths of this machine
   if (a.model.empty() && !a.quiet)
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
   const Service service(config);
@@ -57,6 +60,8 @@ void run_serve(const ServeArgs& a) {
   options.listen = a.listen;
   options.max_body_bytes = static_cast<std::size_t>(a.max_body_mb) << 20;
   options.threads = a.threads;
+  options.token = a.token;
+  options.insecure = a.insecure;
   auto log_mutex = std::make_shared<std::mutex>();
   if (!a.quiet)
     options.log = [log_mutex](const std::string& line) {
@@ -117,6 +122,10 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--threads", args->threads, "requests served at once")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--token", args->token,
+                  "bearer token clients must send (Authorization: Bearer TOKEN; GET /healthz excepted); needed "
+                  "to --listen on a non-loopback address");
+  cmd->add_flag("--insecure", args->insecure, "allow a non-loopback --listen without --token");
   cmd->add_flag("--quiet,-q", args->quiet, "no start-up notes and no request log on stderr");
   cmd->add_flag("--json", args->json, "print one JSON line {serving, port, model} on stdout once listening");
   cmd->callback([args] { run_serve(*args); });

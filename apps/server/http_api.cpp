@@ -13,6 +13,7 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/listen_address.hpp"
+#include "epochcast/net/http_front.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/request.hpp"
 
@@ -225,22 +226,18 @@ HttpApi::HttpApi(const Service& service, ServeOptions options)
   if (options_.threads < 1 || options_.threads > 256)
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--threads must be 1 to 256, got {}", options_.threads));
 
-  const int threads = options_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
-  server_->set_payload_max_length(options_.max_body_bytes);
-  const auto seconds = static_cast<time_t>(options_.timeout_s);
-  server_->set_read_timeout(seconds, 0);
-  server_->set_write_timeout(seconds, 0);
-  // httplib's default adds SO_REUSEPORT, which would let two servers share a port silently.
-  server_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
   add_routes();
-  port_ = port == 0 ? server_->bind_to_any_port(host_) : (server_->bind_to_port(host_.c_str(), port) ? port : -1);
-  if (port_ <= 0)
-    throw Error(ErrorCode::kIo,
-                fmt::format("--listen {}: cannot bind {}:{} (address in use or not ours)", address, host_, port));
+  net::FrontLimits limits;
+  limits.max_body_bytes = options_.max_body_bytes;
+  limits.threads = options_.threads;
+  limits.request_timeout_s = options_.timeout_s;
+  limits.write_timeout_s = options_.timeout_s;
+  limits.token = options_.token;
+  limits.insecure = options_.insecure;
+  limits.log = options_.log;
+  limits.option_hint_body = "serve --max-body-mb";
+  front_ = std::make_unique<net::HttpFront>(*server_, host_, port, std::move(limits));
+  port_ = front_->port();
 }
 
 HttpApi::~HttpApi() = default;
@@ -250,9 +247,9 @@ std::string HttpApi::url() const {
   return fmt::format("http://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, port_);
 }
 
-void HttpApi::run() { server_->listen_after_bind(); }
+void HttpApi::run() { front_->run(); }
 
-void HttpApi::stop() { server_->stop(); }
+void HttpApi::stop() { front_->stop(); }
 
 void HttpApi::add_routes() {
   httplib::Server& s = *server_;
@@ -343,8 +340,10 @@ void HttpApi::add_routes() {
       started = {};
       // Content-Length, not the body: a multipart upload's parts are not in req.body.
       const std::string in = req.has_header("Content-Length") ? req.get_header_value("Content-Length") : "0";
-      log(fmt::format("{} {} {} {} ({} bytes in, {} out, {})", req.remote_addr, req.method, req.path, res.status, in,
-                      res.body.size(), took));
+      // The path is decoded client bytes: escaped, so the log cannot carry terminal escapes or
+      // a forged line.
+      log(fmt::format("{} {} {} {} ({} bytes in, {} out, {})", req.remote_addr, net::escape_for_log(req.method),
+                      net::escape_for_log(req.path), res.status, net::escape_for_log(in), res.body.size(), took));
     });
   }
 }

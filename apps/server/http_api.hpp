@@ -14,6 +14,9 @@
 namespace httplib {
 class Server;
 }
+namespace epochcast::net {
+class HttpFront;
+}
 
 namespace epochcast::server {
 
@@ -21,7 +24,10 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8080";  // HOST:PORT, :PORT or PORT; port 0 picks a free one
   std::size_t max_body_bytes = std::size_t{256} << 20;  // larger uploads: 413
   int threads = 4;                                       // requests served at once
-  double timeout_s = 60;                                 // per read/write on a connection
+  double timeout_s = 60;  // a whole request (head and body) must arrive in this; also per answer
+  // Non-empty: requests need "Authorization: Bearer TOKEN" (GET /healthz excepted).
+  std::string token;
+  bool insecure = false;  // allow a non-loopback --listen without a token
   // One line per request (method, path, status, bytes, ms); empty: no log.
   std::function<void(const std::string&)> log;
 };
@@ -49,7 +55,8 @@ class HttpApi {
   void add_routes();
   const Service& service_;
   ServeOptions options_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<httplib::Server> server_;  // routes only: the front owns the sockets
+  std::unique_ptr<net::HttpFront> front_;
   std::string host_;
   int port_ = 0;
 };

@@ -1,8 +1,10 @@
 #include "epochcast/collect/child_process.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -29,8 +31,41 @@ ChildProcess::ChildProcess(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  if (const int rc = posix_spawnp(&pid_, argv[0], nullptr, nullptr, argv.data(), environ); rc != 0)
-    throw Error(ErrorCode::kIo, fmt::format("cannot start '{}': {}", args[0], std::strerror(rc)));
+  // fork + exec instead of posix_spawn, for PR_SET_PDEATHSIG: if the collector dies (kill -9,
+  // OOM) the command gets SIGTERM instead of running on as an orphan nobody samples. The signal
+  // follows the forking thread; this runs on the collector's main thread, which lives to the end.
+  // A close-on-exec pipe carries exec's errno back, so "cannot start" is still an error here.
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) throw Error(ErrorCode::kIo, fmt::format("cannot start '{}': pipe", args[0]));
+  const pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) {
+    const int err = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    throw Error(ErrorCode::kIo, fmt::format("cannot start '{}': {}", args[0], std::strerror(err)));
+  }
+  if (pid_ == 0) {  // child: async-signal-safe calls only
+    ::close(report[0]);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);  // the collector died before the prctl
+    execvp(argv[0], argv.data());
+    const int err = errno;
+    static_cast<void>(!::write(report[1], &err, sizeof err));
+    _exit(127);
+  }
+  ::close(report[1]);
+  int err = 0;
+  ssize_t n = 0;
+  while ((n = ::read(report[0], &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    int raw = 0;
+    while (waitpid(pid_, &raw, 0) < 0 && errno == EINTR) {
+    }
+    throw Error(ErrorCode::kIo, fmt::format("cannot start '{}': {}", args[0], std::strerror(err)));
+  }
 }
 
 std::optional<int> ChildProcess::poll() {

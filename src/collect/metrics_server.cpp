@@ -11,6 +11,7 @@
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/listen_address.hpp"
 #include "epochcast/collect/helper_thread.hpp"
+#include "epochcast/net/http_front.hpp"
 
 namespace epochcast {
 
@@ -65,13 +66,14 @@ std::string render_prometheus_metrics(std::span<const GpuIdentity> gpus, std::sp
   return out;
 }
 
-MetricsServer::MetricsServer(const std::string& listen_address, std::vector<GpuIdentity> gpus)
+MetricsServer::MetricsServer(const std::string& listen_address, std::vector<GpuIdentity> gpus,
+                             const MetricsServerOptions& options)
     : server_(std::make_unique<httplib::Server>()),
       hostname_(this_hostname()),
       gpus_(std::move(gpus)),
       values_(gpus_.size(), empty_metric_values()),
       present_(gpus_.size(), true) {
-  const ListenAddress where = parse_listen_address(listen_address, "0.0.0.0");
+  const ListenAddress where = parse_listen_address(listen_address, "127.0.0.1");
   host_ = where.host;
   const int port = where.port;
 
@@ -81,34 +83,24 @@ MetricsServer::MetricsServer(const std::string& listen_address, std::vector<GpuI
   server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("epochcast collect: metrics at /metrics\n", "text/plain");
   });
-  // httplib's default adds SO_REUSEPORT, which would let two collectors share a port silently.
-  server_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(host_);
-  } else {
-    port_ = server_->bind_to_port(host_.c_str(), port) ? port : -1;
-  }
-  if (port_ <= 0)
-    throw Error(ErrorCode::kIo, fmt::format("--listen {}: cannot bind {}:{} (address in use or not ours)",
-                                            listen_address, host_, port));
+  // The same front as `serve`: a scraper holds no worker while it sends, and slow or hostile
+  // clients are bounded (no uploads here: a 64 KiB body limit).
+  net::FrontLimits limits;
+  limits.max_body_bytes = std::size_t{64} << 10;
+  limits.threads = 2;
+  limits.token = options.token;
+  limits.insecure = options.insecure;
+  limits.option_hint_body = "/metrics takes no upload";
+  front_ = std::make_unique<net::HttpFront>(*server_, host_, port, std::move(limits));
+  port_ = front_->port();
   thread_ = detail::helper_thread([this] {
-    server_->listen_after_bind();
+    front_->run();
     loop_done_ = true;
   });
-  // httplib's stop() is a no-op until the loop runs: wait for it, so the destructor cannot hang.
-  for (int i = 0; i < 1000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 MetricsServer::~MetricsServer() {
-  // stop() does nothing until the loop runs; on a loaded machine the loop may start after the
-  // constructor's wait, so repeat it until the loop has really returned.
-  while (thread_.joinable() && !loop_done_) {
-    server_->stop();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  front_->stop();  // also ends a loop that has not started yet
   if (thread_.joinable()) thread_.join();
 }
 

@@ -197,6 +197,14 @@ Dataset load_dataset(std::istream& in, const std::string& name, const GpuCatalog
                   std::string("label '") + label_col + "' is '" + lk.text + "' (not a positive number)");
         continue;
       }
+      // A positive number is not yet an epoch time: 1e308 s or 1e-300 s is a unit slip or a
+      // corrupt cell, and fitting log-ratios of it poisons every model. Refused with its place.
+      constexpr double kShortestEpochS = 1e-3;  // 1 ms: the HTTP API's epoch_s floor too
+      constexpr double kLongestEpochS = 1e7;    // ~116 days
+      if (label < kShortestEpochS || label > kLongestEpochS)
+        throw fail(fmt::format("epoch time {:g} s is not plausible (expected {:g} s to {:g} s)", label,
+                               kShortestEpochS, kLongestEpochS),
+                   lk.column, label_col);
       row.epoch_s = label;
       for (auto [f, c] : feature_cols) {
         const auto& k = cells[c];

@@ -1,11 +1,16 @@
 #include "epochcast/model/stacked_model.hpp"
 
-#include <unistd.h>  // getpid
+#include <fcntl.h>   // open: O_EXCL
+#include <sys/stat.h>  // mkdir
+#include <unistd.h>  // write, close
 
 #include <Eigen/Dense>
+#include <fmt/format.h>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -822,15 +827,30 @@ std::string model_to_json(const StackedModel& m) {
 }
 
 void save_model(const StackedModel& m, const std::string& path) {
-  const std::string text = model_to_json(m);
-  // A private temporary per process: two predicts filling the cache at once must not mix bytes.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(ErrorCode::kIo, "cannot write model file '" + path + "'");
-    out << text << "\n";
-    out.flush();
-    if (!out) throw Error(ErrorCode::kIo, "write failed for model file '" + path + "'");
+  const std::string text = model_to_json(m) + "\n";
+  // A fresh temporary beside the file, created with O_EXCL under an unguessable name: never an
+  // existing file or a symlink planted at a predictable PATH.tmp.PID; renamed into place whole.
+  std::random_device entropy;
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = fmt::format("{}.tmp.{:08x}{:08x}", path, entropy(), entropy());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) throw Error(ErrorCode::kIo, "cannot write model file '" + path + "': " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const bool ok = done == text.size() && ::close(fd) == 0;
+  if (!ok) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw Error(ErrorCode::kIo, "write failed for model file '" + path + "'");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -920,9 +940,21 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
       throw Error(ErrorCode::kParse, "bad log_ratio_clamp", {name, 0, 0, "log_ratio_clamp"});
     m.log_ratio_lo_ = clamp[0];
     m.log_ratio_hi_ = clamp[1];
+    // An interval wider than x/÷ 1000 says nothing, and exp() of a huge half-width is inf: a
+    // null bound in every answer (1e308 was accepted).
+    const double max_half_width_log = std::log(1e3);
     if (!std::isfinite(m.interval_q_log_) || m.interval_q_log_ < 0 || !std::isfinite(m.interval_unseen_q_log_) ||
-        m.interval_unseen_q_log_ < 0)
-      throw Error(ErrorCode::kParse, "bad interval half width", {name, 0, 0, "interval"});
+        m.interval_unseen_q_log_ < 0 || m.interval_q_log_ > max_half_width_log ||
+        m.interval_unseen_q_log_ > max_half_width_log)
+      throw Error(ErrorCode::kParse,
+                  fmt::format("bad interval half width (expected 0 to {:.3g} in log units, a factor of 1000)",
+                              max_half_width_log),
+                  {name, 0, 0, "interval"});
+    // fit refuses a level outside (0, 1); a file must not bring one in (2 was accepted).
+    if (!(m.options_.interval_level > 0 && m.options_.interval_level < 1))
+      throw Error(ErrorCode::kParse,
+                  fmt::format("interval level {} is not between 0 and 1", m.options_.interval_level),
+                  {name, 0, 0, "options.interval_level"});
     const auto& t = j.at("training");
     m.dataset_source_ = t.at("dataset").get<std::string>();
     m.training_pairs_ = json_integer<std::size_t>(t.at("pairs"));
@@ -1031,20 +1063,29 @@ std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
   else if (const char* h = std::getenv("HOME"); h && *h)
     dir = std::filesystem::path(h) / ".cache" / "epochcast";
   const std::filesystem::path file = dir.empty() ? std::filesystem::path() : dir / ("model-" + hex(key) + ".json");
+  const GpuCatalog catalog = load_gpu_catalog(catalog_path);
+  const Dataset ds = load_dataset(data_path, catalog);
   if (!file.empty() && std::filesystem::exists(file)) {
     try {
-      cached = std::make_shared<const StackedModel>(load_model(file.string()));
-      return cached;
+      auto model = std::make_shared<const StackedModel>(load_model(file.string()));
+      // Any valid model can sit at this path: it is the default only if it was fitted from the
+      // bundled data (its fingerprint says so). Anything else is refitted and overwritten.
+      if (model->data_fingerprint() == training_data_fingerprint(ds, make_pairs(ds), catalog)) {
+        cached = model;
+        return cached;
+      }
     } catch (const Error&) {
       // A damaged cache entry is refitted and overwritten below.
     }
   }
-  const GpuCatalog catalog = load_gpu_catalog(catalog_path);
-  const Dataset ds = load_dataset(data_path, catalog);
   auto model = std::make_shared<const StackedModel>(fit_model(ds, catalog, options, std::move(progress)));
   if (!file.empty()) {
     try {
-      std::filesystem::create_directories(dir);
+      // The cache directory is this user's alone (0700), made so when this creates it.
+      if (!std::filesystem::exists(dir)) {
+        std::filesystem::create_directories(dir.parent_path());
+        if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw Error(ErrorCode::kIo, "cannot create the cache");
+      }
       save_model(*model, file.string());
       prune_cache(dir, 6);
     } catch (const std::exception&) {

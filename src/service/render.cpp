@@ -88,6 +88,10 @@ std::string format_duration(double seconds) {
     const auto total = static_cast<long long>(std::lround(seconds));
     return fmt::format("{} min {:02} s", total / 60, total % 60);
   }
+  // Past this many hours (~114 years) minutes mean nothing, and lround's long overflows near
+  // 5.5e20 s (it printed negative hours): hours with three significant digits.
+  constexpr double kLongestHoursAndMinutes = 1e6;
+  if (seconds / 3600 >= kLongestHoursAndMinutes) return fmt::format("{:.3g} h", seconds / 3600);
   const auto minutes = static_cast<long long>(std::lround(seconds / 60));
   return fmt::format("{} h {:02} min", minutes / 60, minutes % 60);
 }

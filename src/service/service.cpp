@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "epochcast/core/did_you_mean.hpp"
+#include <filesystem>
+
 #include "epochcast/core/error.hpp"
 #include "service_impl.hpp"
 #include "validation.hpp"
@@ -30,7 +32,7 @@ void Service::Impl::load() {
     model_label = "default (fitted from the bundled dataset)";
   } else {
     model = std::make_shared<const StackedModel>(load_model(config.model_path));
-    model_label = config.model_path;
+    model_label = config.hide_paths ? std::filesystem::path(config.model_path).filename().string() : config.model_path;
   }
   // The default model is fitted from the bundled dataset and catalog by definition (its cache
   // key holds their bytes): its own fingerprint is theirs, with no second read of the dataset.
@@ -48,12 +50,14 @@ GpuSpec Service::Impl::resolve_gpu(const std::string& name, const char* what) co
   std::vector<std::string> ids;
   for (const auto& g : catalog.gpus()) ids.push_back(g.id);
   const auto near = closest_name(name, ids);
+  const std::string source = catalog.source().empty() ? "data/gpus.csv"
+                             : config.hide_paths ? std::filesystem::path(catalog.source()).filename().string()
+                                                 : catalog.source();
   throw Error(ErrorCode::kNotFound,
               fmt::format("unknown {} GPU '{}'{}; nearest catalog ids: {} (add a row to the catalog, use an "
                           "operator's catalog, or name the source GPU by its catalog id); the catalog ({}) has: {}",
                           what, name, near ? fmt::format(" (did you mean {}?)", *near) : "",
-                          fmt::join(catalog.nearest_ids(name), ", "),
-                          catalog.source().empty() ? "data/gpus.csv" : catalog.source(), catalog.ids_joined()));
+                          fmt::join(catalog.nearest_ids(name), ", "), source, catalog.ids_joined()));
 }
 
 Service::Service(ServiceConfig config) : impl_(std::make_unique<Impl>()) { impl_->config = std::move(config); }

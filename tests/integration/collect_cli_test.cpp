@@ -359,7 +359,8 @@ TEST(CollectCli, ListenServesDcgmExporterMetrics) {
   ASSERT_GT(port, 0) << p.err();
   httplib::Client client("127.0.0.1", port);
   httplib::Result res{nullptr, httplib::Error::Unknown};
-  for (int i = 0; i < 100 && !(res = client.Get("/metrics")); ++i)
+  // Until the first tick has landed: the server answers (with no series) from the moment it binds.
+  for (int i = 0; i < 100 && !((res = client.Get("/metrics")) && res->body.find("} 1980\n") != std::string::npos); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(res) << p.err();
   EXPECT_NE(res->body.find("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-fa4e"), std::string::npos) << res->body;

@@ -17,6 +17,9 @@
 namespace httplib {
 class Server;
 }
+namespace epochcast::net {
+class HttpFront;
+}
 
 namespace epochcast {
 
@@ -26,11 +29,19 @@ namespace epochcast {
                                                     std::span<const MetricValues> values,
                                                     std::string_view hostname);
 
+// Who may scrape: a non-loopback address needs a bearer token or `insecure`.
+struct MetricsServerOptions {
+  std::string token;
+  bool insecure = false;
+};
+
 class MetricsServer {
  public:
   // Binds now ("HOST:PORT", ":PORT" or "PORT"; port 0 picks a free one) and serves on its own
   // thread. Error(kInvalidArgument) for a malformed address, Error(kIo) when it cannot bind.
-  MetricsServer(const std::string& listen_address, std::vector<GpuIdentity> gpus);
+  // A missing host is 127.0.0.1 (loopback), as the start-up line says.
+  MetricsServer(const std::string& listen_address, std::vector<GpuIdentity> gpus,
+                const MetricsServerOptions& options = {});
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -44,7 +55,8 @@ class MetricsServer {
   [[nodiscard]] std::string render() const;
 
  private:
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<httplib::Server> server_;  // routes only
+  std::unique_ptr<net::HttpFront> front_;
   std::thread thread_;
   std::atomic<bool> loop_done_{false};  // set when listen_after_bind returns
   std::string host_;

@@ -31,6 +31,8 @@ struct ServiceConfig {
   // The job store (docs/store.md): when set, every predicted run is recorded there and the
   // store's per GPU pair calibration is applied. Opened (created) for writing.
   std::string store_path;
+  // Answers name this machine's files by base name only (serve: clients must not learn paths).
+  bool hide_paths = false;
 };
 
 // Time spent per stage of one predict, for the benchmark and --verbose.

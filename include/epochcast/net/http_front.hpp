@@ -1,0 +1,78 @@
+// The front end in front of cpp-httplib's routing, for `serve` and `collect --listen`: it owns
+// the listening socket and every connection, so each resource a client can hold is bounded here
+// (docs/http_api.md, "Limits"). One event-loop thread reads request heads and bodies from all
+// connections without tying up a worker; only a complete, checked request goes to the bounded
+// queue of a fixed worker pool, which runs httplib's parser and routes over the buffered bytes.
+//
+// cpp-httplib 0.11 (Debian 12) cannot bound these itself: its read timeout is per read (a byte
+// every few seconds holds a worker for ever), it keeps every header line, it reads chunked
+// bodies past set_payload_max_length, it reads an over-limit Content-Length body before the
+// 413, it listens with a backlog of 5, and it leaves Nagle on (40 ms per keep-alive answer).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace httplib {
+class Server;
+}
+
+namespace epochcast::net {
+
+struct FrontLimits {
+  std::size_t max_body_bytes = std::size_t{256} << 20;  // decoded body; larger: 413, unread
+  std::size_t max_head_bytes = std::size_t{64} << 10;   // request line + headers; larger: 431
+  std::size_t max_headers = 100;                         // header lines; more: 431
+  double head_timeout_s = 10;     // first byte of a request to the end of its head; then 408
+  double request_timeout_s = 60;  // first byte to the end of the body; then 408
+  double idle_timeout_s = 5;      // a keep-alive connection with no request; then closed
+  double write_timeout_s = 60;    // writing one answer
+  int threads = 4;                // requests served at once
+  std::size_t max_queue = 128;    // complete requests waiting for a worker; more: 503
+  std::size_t max_connections = 4096;  // open connections in all; more: 503 (and RLIMIT_NOFILE)
+  std::size_t max_per_client = 256;    // open connections from one IP address; more: 503
+  std::size_t max_buffered_bytes = 0;  // request bytes held in all; 0: 4 x max_body (>= 64 MiB)
+  std::size_t max_requests_per_connection = 1000;  // then the answer says Connection: close
+  // Non-empty: every request but GET /healthz needs "Authorization: Bearer TOKEN" (else 401).
+  std::string token;
+  // Bind a non-loopback address without a token (else the constructor refuses).
+  bool insecure = false;
+  // A line for each request the front refuses itself (413, 431, 408, 503, 401, 400).
+  std::function<void(const std::string&)> log;
+  // What the refusal bodies are: JSON {"error": {"code", "message"}} by default.
+  std::string option_hint_body = "--max-body-mb";  // named in the 413 message
+};
+
+// Control characters, backslash and bytes >= 0x7f as \xHH: a request log line cannot carry
+// terminal escapes or a forged second line.
+[[nodiscard]] std::string escape_for_log(std::string_view raw);
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+[[nodiscard]] bool is_loopback_host(const std::string& host);
+
+class HttpFront {
+ public:
+  // Binds HOST:PORT now (port 0 picks one); Error(kIo) when it cannot, Error(kInvalidArgument)
+  // for a non-loopback address with no token and not `insecure`. `routes` (handlers, error
+  // handler, logger) must outlive this; its own listen functions are never called.
+  HttpFront(httplib::Server& routes, const std::string& host, int port, FrontLimits limits);
+  ~HttpFront();
+  HttpFront(const HttpFront&) = delete;
+  HttpFront& operator=(const HttpFront&) = delete;
+
+  [[nodiscard]] int port() const;
+  // Serves on this thread until stop(); a stop() before run() makes run() return at once.
+  void run();
+  // Safe from any thread; queued and in-flight requests are answered first.
+  void stop();
+  [[nodiscard]] bool running() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace epochcast::net
