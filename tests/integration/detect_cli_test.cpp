@@ -195,3 +195,25 @@ TEST(DetectCli, FollowPrintsUpdatedEstimatesOnAGrowingFileAndStopsWhenIdle) {
 }
 
 }  // namespace
+
+// --null-test reaches the detector through the service: the null-tested search confirms the
+// CPU-loader run (its default-mode confidence is lower) and abstains where the default finds a
+// 4-epoch period it cannot tell from its nulls, or where there is no signature at all.
+TEST(DetectCli, NullTestFlagSelectsTheNullTestedSearch) {
+  const auto detect = [](const std::string& name, const std::string& flags) {
+    const CliRun r = run("detect " + kData + "/h200/" + name + ".smi.csv --json " + flags);
+    EXPECT_EQ(r.status, 0) << r.out;
+    const auto start = r.out.find('{');  // stderr (host-log note) comes first in the merged output
+    return nlohmann::json::parse(r.out.substr(start == std::string::npos ? 0 : start));
+  };
+  const auto r18 = detect("resnet18_32_bs128_cpuloader", "--null-test");
+  ASSERT_TRUE(r18["found"].get<bool>());
+  const double truth = truth_period(kData + "/h200/resnet18_32_bs128_cpuloader.truth.json");
+  EXPECT_LE(std::abs(r18["period_s"].get<double>() - truth) / truth, 0.03);
+  EXPECT_GE(r18["confidence"].get<double>(), 0.85);
+  EXPECT_NE(r18["reason"].get<std::string>().find("whole-region"), std::string::npos) << r18["reason"];
+
+  EXPECT_TRUE(detect("vgg16_224_bs32_fp32", "")["found"].get<bool>());
+  EXPECT_FALSE(detect("vgg16_224_bs32_fp32", "--null-test")["found"].get<bool>());
+  EXPECT_FALSE(detect("mobilenetv2_224_bs128_noval", "--null-test")["found"].get<bool>());
+}
