@@ -284,7 +284,10 @@ std::string render_table(const PredictReport& r) {
     // "1 min 14 s - 2 min 37 s" is wider than the usual 21 columns: widen, not misalign.
     std::size_t interval_width = 21;
     for (const auto& p : r.predictions) interval_width = std::max(interval_width, interval_of(p).size());
-    out += fmt::format("{:>4}  {:<11} {:>10}  {:<{}} {:>7}  {:<32} {:>10} {:>11}\n", "rank", "gpu", "epoch",
+    // Catalog ids like "a100-80gb-pcie*" are wider than the usual 11 columns: widen the same way.
+    std::size_t gpu_width = 11;
+    for (const auto& p : r.predictions) gpu_width = std::max(gpu_width, p.gpu.size() + 1);
+    out += fmt::format("{:>4}  {:<{}} {:>10}  {:<{}} {:>7}  {:<32} {:>10} {:>11}\n", "rank", "gpu", gpu_width, "epoch",
                        "interval", interval_width, "vs src", "cheapest instance", "$/epoch",
                        fmt::format("{} epochs", r.epochs));
     int rank = 0;
@@ -296,7 +299,7 @@ std::string render_table(const PredictReport& r) {
       const InstanceCost* c = p.cheapest();
       std::string gpu = p.gpu;
       if (!p.in_training_data && !p.measured) gpu += "*";
-      out += fmt::format("{:>4}  {:<11} {:>10}  {:<{}} {:>7}  {:<32} {:>10} {:>11}\n", rank, gpu,
+      out += fmt::format("{:>4}  {:<{}} {:>10}  {:<{}} {:>7}  {:<32} {:>10} {:>11}\n", rank, gpu, gpu_width,
                          format_duration(p.epoch_s), interval, interval_width, rel, c ? instance_label(*c) : "(no price)",
                          c ? format_usd(c->usd_per_epoch) : "-", c ? format_usd(c->usd_total) : "-");
     }
@@ -308,13 +311,15 @@ std::string render_table(const PredictReport& r) {
     if (!by_cost.empty()) {
       out += fmt::format("\nCheapest per epoch (on demand, the GPU's share of the instance; prices as of {}):\n",
                          by_cost.front().instance->as_of);
-      out += fmt::format("{:>4}  {:<11} {:<32} {:>9} {:>10} {:>11}\n", "rank", "gpu", "instance", "$/GPU-h",
-                         "$/epoch", fmt::format("{} epochs", r.epochs));
+      std::size_t cost_gpu_width = 11;
+      for (const auto& row : by_cost) cost_gpu_width = std::max(cost_gpu_width, row.prediction->gpu.size());
+      out += fmt::format("{:>4}  {:<{}} {:<32} {:>9} {:>10} {:>11}\n", "rank", "gpu", cost_gpu_width, "instance",
+                         "$/GPU-h", "$/epoch", fmt::format("{} epochs", r.epochs));
       const std::size_t shown = std::min<std::size_t>(by_cost.size(), 10);
       for (std::size_t i = 0; i < shown; ++i) {
         const auto& row = by_cost[i];
-        out += fmt::format("{:>4}  {:<11} {:<32} {:>9} {:>10} {:>11}\n", i + 1, row.prediction->gpu,
-                           instance_label(*row.instance), format_usd(row.instance->gpu_share_usd_h),
+        out += fmt::format("{:>4}  {:<{}} {:<32} {:>9} {:>10} {:>11}\n", i + 1, row.prediction->gpu,
+                           cost_gpu_width, instance_label(*row.instance), format_usd(row.instance->gpu_share_usd_h),
                            format_usd(row.instance->usd_per_epoch), format_usd(row.instance->usd_total));
       }
       if (by_cost.size() > shown)

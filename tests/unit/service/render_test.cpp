@@ -179,6 +179,25 @@ TEST(Table, LongIntervalsWidenTheColumnInsteadOfShiftingTheRow) {
   EXPECT_EQ(h200_rel + 5 - (t.rfind('\n', h200_rel) + 1), vs_src_end) << t;
 }
 
+TEST(Table, LongGpuIdsWidenTheColumnInsteadOfShiftingTheRow) {
+  PredictReport r = sample_report();
+  r.predictions[2].gpu = "a100-80gb-pcie";  // 14 characters + the unseen mark
+  r.predictions[2].in_training_data = false;
+  const std::string t = render_table(r);
+  const auto header = t.find("rank  gpu");
+  ASSERT_NE(header, std::string::npos) << t;
+  const std::size_t header_line = t.rfind('\n', header) + 1;
+  const std::size_t epoch_end = t.find("epoch", header) + 5 - header_line;
+  // Every ranked row's epoch column ends where the header's does.
+  for (const char* gpu : {"a100-80gb-pcie*", "H200 ", "A100-40GB*"}) {
+    const auto at = t.find(gpu, header);
+    ASSERT_NE(at, std::string::npos) << t;
+    const std::size_t line = t.rfind('\n', at) + 1;
+    const std::size_t s_end = t.find(" s ", at) + 2 - line;  // "NN.N s" ends the epoch cell
+    EXPECT_EQ(s_end, epoch_end) << gpu << "\n" << t;
+  }
+}
+
 TEST(Table, BatchHasOneLinePerTraceAndReportsErrors) {
   std::vector<BatchItem> batch(2);
   batch[0].trace = "a/vgg.smi.csv";
