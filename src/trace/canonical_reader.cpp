@@ -119,13 +119,7 @@ void TraceParser::canonical_header(std::string_view text) {
 
 void TraceParser::canonical_row(std::string_view text) {
   split_csv(text, true);
-  if (fields_.size() != columns_.size()) {
-    if (fields_.size() < columns_.size())
-      fail(text.size() + 1, columns_[fields_.size()].name,
-           fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
-    fail_at(text, fields_[columns_.size()], "(extra column)",
-            fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
-  }
+  check_field_count(text, 0, columns_);
   int gpu_index = meta_gpu_index_;
   std::string_view name = meta_gpu_name_, uuid = meta_gpu_uuid_, stamp_text;
   double stamp = 0;

@@ -163,13 +163,7 @@ void TraceParser::dmon_row(std::string_view text) {
   if (!detail::parse_int(fields_[first + 1], gpu_index) || gpu_index < 0)
     fail_at(text, fields_[first + 1], "Entity", fmt::format("not a GPU id: '{}'", printable(fields_[first + 1])));
   const std::size_t n = fields_.size() - first - 2;
-  if (n != columns_.size()) {
-    if (n < columns_.size())
-      fail(text.size() + 1, columns_[n].name,
-           fmt::format("wrong column count ({}, expected {})", n, columns_.size()));
-    fail_at(text, fields_[first + 2 + columns_.size()], "(extra column)",
-            fmt::format("wrong column count ({}, expected {})", n, columns_.size()));
-  }
+  check_field_count(text, first + 2, columns_);
   double stamp = prefix_stamp;
   std::string_view stamp_text = prefix_text;
   row_field_offset_ = first + 2;  // fields_[column + this] is the column's text

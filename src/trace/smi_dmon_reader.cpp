@@ -120,13 +120,7 @@ void TraceParser::smi_dmon_header(std::string_view names, std::string_view units
 
 void TraceParser::smi_dmon_row(std::string_view text) {
   split_words(text, fields_);
-  if (fields_.size() != columns_.size()) {
-    if (fields_.size() < columns_.size())
-      fail(text.size() + 1, columns_[fields_.size()].name,
-           fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
-    fail_at(text, fields_[columns_.size()], "(extra column)",
-            fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
-  }
+  check_field_count(text, 0, columns_);
   int gpu_index = -1;
   std::string_view date, clock;
   row_field_offset_ = 0;

@@ -171,13 +171,7 @@ double TraceParser::converted(double v, double factor, const Column& col, std::s
 
 void TraceParser::smi_row(std::string_view text) {
   split_csv(text, false);
-  if (fields_.size() != columns_.size()) {
-    if (fields_.size() < columns_.size())
-      fail(text.size() + 1, columns_[fields_.size()].name,
-           fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
-    fail_at(text, fields_[columns_.size()], "(extra column)",
-            fmt::format("wrong column count ({}, expected {})", fields_.size(), columns_.size()));
-  }
+  check_field_count(text, 0, columns_);
   int gpu_index = -1;
   std::string_view name, uuid, stamp_text;
   double stamp = 0;

@@ -87,6 +87,14 @@ void TraceParser::fail_at(std::string_view line, std::string_view at, std::strin
   fail(column, field, message);
 }
 
+void TraceParser::check_field_count(std::string_view text, std::size_t offset, const std::vector<Column>& cols) const {
+  const std::size_t n = fields_.size() - offset;
+  if (n == cols.size()) return;
+  const std::string message = fmt::format("wrong column count ({}, expected {})", n, cols.size());
+  if (n < cols.size()) fail(text.size() + 1, cols[n].name, message);
+  fail_at(text, fields_[offset + cols.size()], "(extra column)", message);
+}
+
 void TraceParser::warn_once(const std::string& message) {
   if (std::find(diag_.warnings.begin(), diag_.warnings.end(), message) == diag_.warnings.end())
     diag_.warnings.push_back(message);

@@ -76,6 +76,9 @@ class TraceParser {
   [[noreturn]] void fail(std::size_t column, std::string_view field, const std::string& message) const;
   [[noreturn]] void fail_at(std::string_view line, std::string_view at, std::string_view field,
                             const std::string& message) const;
+  // A data row must hold one field per column of `cols` from fields_[offset] on: else the
+  // error names the first missing column, or points at the first extra field.
+  void check_field_count(std::string_view text, std::size_t offset, const std::vector<Column>& cols) const;
   void dispatch(std::string_view text);
   void detect_and_replay();
   void warn_once(const std::string& message);

@@ -192,13 +192,7 @@ void TraceParser::wide_resolve_columns(const std::vector<std::string>& names) {
 
 void TraceParser::wide_row(std::string_view text) {
   split_csv(text, true);
-  if (fields_.size() != wide_.size()) {
-    if (fields_.size() < wide_.size())
-      fail(text.size() + 1, wide_kinds_[fields_.size()].name,
-           fmt::format("wrong column count ({}, expected {})", fields_.size(), wide_.size()));
-    fail_at(text, fields_[wide_.size()], "(extra column)",
-            fmt::format("wrong column count ({}, expected {})", fields_.size(), wide_.size()));
-  }
+  check_field_count(text, 0, wide_kinds_);
   double stamp = 0;
   std::string_view stamp_text, name, uuid;
   int row_gpu = -1;
