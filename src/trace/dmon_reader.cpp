@@ -194,10 +194,7 @@ void TraceParser::dmon_row(std::string_view text) {
                            });
   if (!timestamped) {
     have_timestamps_ = false;
-    std::uint64_t ticks = 0;
-    for (const auto& g : gpus_)
-      if (g.id.index == gpu_index) ticks = g.ticks;
-    stamp = static_cast<double>(ticks) * no_timestamp_interval_s();
+    stamp = untimed_stamp(gpu_index);
   }
   commit_row(gpu_index, {}, {}, stamp, stamp_text);
 }

@@ -162,10 +162,7 @@ void TraceParser::smi_dmon_row(std::string_view text) {
     }
     stamp = parse_stamp(stamp_text, "Time", stamp_text);
   } else {
-    std::uint64_t ticks = 0;
-    for (const auto& g : gpus_)
-      if (g.id.index == gpu_index) ticks = g.ticks;
-    stamp = static_cast<double>(ticks) * no_timestamp_interval_s();
+    stamp = untimed_stamp(gpu_index);
   }
   commit_row(gpu_index, {}, {}, stamp, stamp_text);
 }

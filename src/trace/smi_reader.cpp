@@ -197,13 +197,7 @@ void TraceParser::smi_row(std::string_view text) {
       case ColumnKind::kTime: break;
     }
   }
-  if (!have_timestamps_) {
-    // Ticks of this GPU so far x interval (the GPU's store decides the tick count).
-    std::size_t ticks = 0;
-    for (const auto& g : gpus_)
-      if (g.id.index == gpu_index) ticks = g.ticks;
-    stamp = static_cast<double>(ticks) * no_timestamp_interval_s();
-  }
+  if (!have_timestamps_) stamp = untimed_stamp(gpu_index);
   commit_row(gpu_index, name, uuid, stamp, stamp_text);
 }
 

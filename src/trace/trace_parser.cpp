@@ -284,6 +284,13 @@ double TraceParser::no_timestamp_interval_s() const {
   return kAssumedIntervalS;
 }
 
+double TraceParser::untimed_stamp(int gpu_index) const {
+  std::uint64_t ticks = 0;  // the GPU's store decides the tick count
+  for (const auto& g : gpus_)
+    if (g.id.index == gpu_index) ticks = g.ticks;
+  return static_cast<double>(ticks) * no_timestamp_interval_s();
+}
+
 void TraceParser::set_column_limits() {
   for (auto& c : columns_)
     if (c.kind == ColumnKind::kMetric && c.slot >= 0) {

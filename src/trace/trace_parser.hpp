@@ -146,6 +146,8 @@ class TraceParser {
   void set_column_limits();
   // Grid step of a log without timestamps: --interval, else the log's own (dcgmi -d), else the guess.
   double no_timestamp_interval_s() const;
+  // The stamp of an untimed row of `gpu_index`: its rows so far × the stated (or assumed) interval.
+  double untimed_stamp(int gpu_index) const;
   void split_csv(std::string_view text, bool quotes);
   double parse_stamp(std::string_view text, std::string_view field, std::string_view line);
   void commit_row(int gpu_index, std::string_view name, std::string_view uuid, double stamp_s,
