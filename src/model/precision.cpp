@@ -19,6 +19,18 @@ const char* to_string(Precision p) {
   return "auto";
 }
 
+std::string precision_rule(Precision p) {
+  const char* peak = "FP32";
+  switch (p) {
+    case Precision::kAuto: return kAutoPrecisionRule;
+    case Precision::kFp32: peak = "FP32"; break;
+    case Precision::kTf32: peak = "TF32 tensor"; break;
+    case Precision::kFp16: peak = "FP16 tensor"; break;
+    case Precision::kBf16: peak = "BF16 tensor"; break;
+  }
+  return fmt::format("{}: every GPU's {} peak (its FP32 rate where it has none, with a warning)", to_string(p), peak);
+}
+
 std::optional<Precision> precision_from_string(std::string_view s) {
   for (Precision p : {Precision::kAuto, Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16})
     if (s == to_string(p)) return p;

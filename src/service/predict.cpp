@@ -32,21 +32,14 @@ bool contains(const std::vector<std::string>& ids, const std::string& id) {
 }
 
 // The report's header: what was asked, which model answers, what the reader had to do.
-PredictReport start_report(const Trace& trace, const PredictRequest& request, const Service::Impl& s) {
+PredictReport start_report(const Trace& trace, const PredictRequest& request, Precision precision,
+                           const Service::Impl& s) {
   PredictReport report;
   report.epochs = request.epochs;
   report.model = s.model_label;
   report.validation = s.validation;
-  const Precision precision = parse_precision(request.precision);
   report.precision = to_string(precision);
-  report.precision_rule = precision == Precision::kAuto
-                              ? kAutoPrecisionRule
-                              : fmt::format("{}: every GPU's {} peak (its FP32 rate where it has none, with a warning)",
-                                            to_string(precision),
-                                            precision == Precision::kFp32   ? "FP32"
-                                            : precision == Precision::kTf32 ? "TF32 tensor"
-                                            : precision == Precision::kFp16 ? "FP16 tensor"
-                                                                            : "BF16 tensor");
+  report.precision_rule = precision_rule(precision);
   report.source.trace = trace.source;
   for (const auto& w : trace.diagnostics.warnings) report.warnings.push_back(fmt::format("trace: {}", w));
   return report;
@@ -184,11 +177,11 @@ GpuPrediction measured_row(const GpuSpec& source, double epoch_s, const PredictR
 // A target's row: the model's prediction, its interval widened by what makes this trace and
 // this GPU less certain than the held-out figures.
 GpuPrediction predicted_row(const GpuSpec& source, const GpuSpec& target, double epoch_s, const FeatureRow& features,
-                            const UncertaintyAssessment& assessment, const Service::Impl& s, PredictReport& report) {
+                            Precision precision, const UncertaintyAssessment& assessment, const Service::Impl& s,
+                            PredictReport& report) {
   GpuPrediction p;
   p.gpu = target.id;
   p.gpu_name = target.name;
-  const Precision precision = parse_precision(report.precision);
   const Prediction raw = s.model->predict(features, epoch_s, source, target, precision);
   if (const ComputePath path = compute_path(precision, target); !path.warning.empty())
     report.warnings.push_back(path.warning);
@@ -247,7 +240,8 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const Impl& s = *impl_;
   if (!request.job_key.empty() && !s.store)
     throw FieldError("job_key", fmt::format("'{}' needs a job store to record the run in (--store DB)", request.job_key));
-  PredictReport report = start_report(trace, request, s);
+  const Precision precision = parse_precision(request.precision);
+  PredictReport report = start_report(trace, request, precision, s);
   report.job_key = request.job_key;
   const GpuSpec source = resolve_source(trace, request, s, report);
   const std::vector<GpuSpec> targets = resolve_targets(request, source, s);
@@ -289,8 +283,9 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
 
   t0 = std::chrono::steady_clock::now();
   for (const GpuSpec& target : targets) {
-    GpuPrediction p = target.id == source.id ? measured_row(source, epoch_s, report)
-                                             : predicted_row(source, target, epoch_s, features, assessment, s, report);
+    GpuPrediction p = target.id == source.id
+                          ? measured_row(source, epoch_s, report)
+                          : predicted_row(source, target, epoch_s, features, precision, assessment, s, report);
     p.instances = instance_costs(s.prices, target.id, p.epoch_s, request.epochs);
     report.predictions.push_back(std::move(p));
   }

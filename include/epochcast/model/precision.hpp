@@ -27,6 +27,10 @@ inline constexpr const char* kAutoPrecisionRule =
     "auto: fp32 code with the frameworks' defaults (cuDNN runs it on TF32 tensor cores where the GPU has "
     "them, on the FP32 units elsewhere); a mixed-precision job needs precision fp16 or bf16";
 
+// The rule a prediction for precision `p` follows, as the output states it (kAutoPrecisionRule
+// for kAuto).
+[[nodiscard]] std::string precision_rule(Precision p);
+
 // The peak a job of precision `p` meets on `gpu`, the rule that chose it and, when the GPU has no
 // path for that precision, a warning.
 struct ComputePath {
