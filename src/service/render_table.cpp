@@ -31,11 +31,12 @@ std::string format_duration(double seconds) {
 std::string render_table(const PredictReport& r) {
   std::string out;
   const SourceRun& src = r.source;
-  out += answer_of(r).text + "\n\n";
   out += fmt::format("Trace:    {}\n", src.trace);
   out += fmt::format("Source:   {} ({}){}\n", src.gpu_name, src.gpu,
                      src.gpu_name_in_trace.empty() ? " [from --source-gpu]" : "");
   out += fmt::format("Detected: {}\n", detection_line(src.detected));
+  // The answer and the caveat that changes it, before any table or warning (answer.cpp).
+  out += fmt::format("Answer:   {}\n", answer_of(r).text);
   if (src.epoch_time_from == "given")
     out += fmt::format("Epoch:    {} on the source, as given with --epoch-s\n", format_duration(src.measured_epoch_s));
   if (src.markers >= 2)

@@ -88,7 +88,12 @@ TEST(Answer, TableJsonAndHtmlCarryTheSameLine) {
   PredictReport r = report();
   r.precision = "auto";
   const std::string line = answer_of(r).text;
-  EXPECT_THAT(render_table(r), StartsWith(line + "\n"));
+  const std::string table = render_table(r);
+  // Right under the Trace/Source/Detected lines, before the tables and the warnings.
+  const auto at = table.find("\nAnswer:   " + line + "\n");
+  ASSERT_NE(at, std::string::npos) << table;
+  EXPECT_LT(table.find("Detected: "), at);
+  EXPECT_GT(table.find("Epoch time on each GPU"), at);
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["answer"]["text"], line);
   EXPECT_EQ(j["answer"]["fastest_gpu"], "b200");
