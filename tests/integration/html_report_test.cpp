@@ -183,5 +183,38 @@ TEST(HtmlReport, PredictCommandWritesAReportThatRenders) {
   fs::remove_all(dir);
 }
 
+// `predict DIR --html FILE`: one page for the folder, every trace's answer first, then a
+// section per trace; what the JSON says is what the page says.
+TEST(HtmlReport, PredictFolderWritesOneFleetReport) {
+  if (!fs::exists(kChromium)) GTEST_SKIP() << "chromium is not installed";
+  const fs::path dir = fresh_dir("batch-html");
+  const fs::path html = dir / "fleet.html";
+  const std::string folder = std::string(EPOCHCAST_TEST_DATA) + "/h200";
+  const std::string out = run_capture(std::string(EPOCHCAST_CLI) + " predict " + folder + " --json --html " +
+                                      html.string() + " 2>/dev/null");
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_TRUE(fs::exists(html));
+  const std::size_t traces = j["summary"].size();
+  ASSERT_GE(traces, 6u);
+  const std::string dom = dump_dom(html, dir);
+  ASSERT_FALSE(dom.empty());
+  EXPECT_EQ(count(dom, "<section class=\"trace\""), traces);
+  const auto answers = dom.find("id=\"answers\"");
+  ASSERT_NE(answers, std::string::npos);
+  std::size_t predicted = 0;
+  for (const auto& item : j["summary"]) {
+    const std::string answer = item["answer"].get<std::string>();
+    // Each answer is in the list up top (escaped as the page escapes: no < > & " ' in these).
+    const auto at = dom.find(answer.substr(0, 60));
+    EXPECT_NE(at, std::string::npos) << answer;
+    EXPECT_GT(at, answers);
+    predicted += answer.rfind("Fastest: ", 0) == 0;
+  }
+  EXPECT_GE(predicted, 3u);
+  EXPECT_EQ(count(dom, "<svg class=\"ec-chart ec-bars\""), predicted);  // no chart where nothing was predicted
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace epochcast
