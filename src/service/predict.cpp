@@ -99,7 +99,7 @@ void use_epoch_markers(const Trace& trace, const PredictRequest& request, Predic
   if (!request.epochs_from_markers) {
     if (report.source.marker_epoch_s > 0)
       report.warnings.push_back(fmt::format("the trace carries the job's own epoch markers: {:.4g} s per epoch "
-                                            "({} markers); --epochs-from markers predicts from them",
+                                            "({} markers); ask for epochs from markers to predict from them",
                                             report.source.marker_epoch_s, report.source.markers));
     return;
   }
