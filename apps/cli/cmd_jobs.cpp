@@ -136,16 +136,8 @@ void pairs(const JobsOptions& o) {
   };
   const PairSet set = measured_pairs(runs, predict);
   const Calibration cal = fit_calibration(pair_residuals(set, runs, *model, catalog));
-  struct Err {
-    std::size_t n = 0;
-    double sum_ape = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Err> errors;
-  for (const auto& f : store.feedback()) {
-    Err& e = errors[{f.source_gpu, f.target_gpu}];
-    ++e.n;
-    e.sum_ape += f.abs_pct_error();
-  }
+  std::map<std::pair<std::string, std::string>, PairPredictionError> errors;
+  for (auto& e : store.prediction_errors()) errors[{e.source_gpu, e.target_gpu}] = e;
   std::map<std::pair<std::string, std::string>, int> keys;
   for (const auto& c : cal.pairs()) keys[{c.source_gpu, c.target_gpu}] = 1;
   for (const auto& [k, _] : errors) keys[k] |= 2;
@@ -159,9 +151,12 @@ void pairs(const JobsOptions& o) {
                    {"pairs", c ? c->pairs : 0},
                    {"mean_log_residual", c ? c->mean_log_residual : 0.0},
                    {"calibration_log", c ? c->log_bias : 0.0},
-                   {"checked_predictions", e == errors.end() ? 0 : e->second.n},
+                   {"checked_predictions", e == errors.end() ? 0 : e->second.checked},
                    {"prediction_mape_pct", e == errors.end() ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(e->second.sum_ape / e->second.n)}});
+                                                             : nlohmann::json(e->second.mean_abs_error_ratio * 100)},
+                   // /metrics' epochcast_prediction_error_ratio: the same figure as a fraction
+                   {"prediction_error_ratio", e == errors.end() ? nlohmann::json(nullptr)
+                                                                : nlohmann::json(e->second.mean_abs_error_ratio)}});
     }
     nlohmann::json refused = nlohmann::json::array();
     for (const auto& r : set.refused)
@@ -181,8 +176,8 @@ void pairs(const JobsOptions& o) {
     const auto e = errors.find(k);
     fmt::print("{:<10} {:<10} {:>6} {:>+9.1f}% {:>11} {:>8} {:>10}\n", k.first, k.second, c ? c->pairs : 0,
                c ? (std::exp(c->mean_log_residual) - 1) * 100 : 0.0,
-               c ? fmt::format("x{:.3f}", std::exp(c->log_bias)) : "-", e == errors.end() ? 0 : e->second.n,
-               e == errors.end() ? "-" : fmt::format("{:.1f}", e->second.sum_ape / e->second.n));
+               c ? fmt::format("x{:.3f}", std::exp(c->log_bias)) : "-", e == errors.end() ? 0 : e->second.checked,
+               e == errors.end() ? "-" : fmt::format("{:.1f}", e->second.mean_abs_error_ratio * 100));
   }
   for (const auto& r : set.refused) fmt::print("refused: {}\n", r.reason);
   fmt::print("'mean err': the model's mean error on the store's measured pairs; 'checked': predictions of\n"

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
@@ -112,7 +113,100 @@ EvaluateResult Service::evaluate(const EvaluateRequest& request) const {
 StoreEvaluation Service::evaluate_store(const std::string& store_path) const {
   impl_->load();
   const JobStore store(store_path, StoreMode::kReadOnly);
-  return epochcast::evaluate_store(store.runs(), *impl_->model, impl_->catalog);
+  return epochcast::evaluate_store(store.runs(), *impl_->current()->model, impl_->catalog);
+}
+
+namespace {
+
+// Every word holding a '/' cut to its last part: "/srv/data/x.csv + store /var/jobs.db runs 1-4"
+// becomes "x.csv + store jobs.db runs 1-4" (serve: clients must not learn paths).
+std::string without_folders(const std::string& text) {
+  std::string out, word;
+  auto flush = [&] {
+    const auto slash = word.rfind('/');
+    out += slash == std::string::npos || slash + 1 == word.size() ? word : word.substr(slash + 1);
+    word.clear();
+  };
+  for (char c : text) {
+    if (c == ' ') {
+      flush();
+      out += c;
+    } else {
+      word += c;
+    }
+  }
+  flush();
+  return out;
+}
+
+ModelInfo info_of(const ModelState& m, bool hide_paths) {
+  const std::string& source = m.model->dataset_source();
+  return {.label = m.label,
+          .version = m.version,
+          .trained_on = hide_paths ? without_folders(source) : source,
+          .generation = m.generation};
+}
+
+const StoreLink& store_of(const Service::Impl& s) {
+  if (!s.store)
+    throw Error(ErrorCode::kInvalidArgument, "no job store: the model is refitted from one (serve --store DB)");
+  return *s.store;
+}
+
+}  // namespace
+
+ModelInfo Service::model_info() const {
+  impl_->load();
+  return info_of(*impl_->current(), impl_->config.hide_paths);
+}
+
+std::vector<PairPredictionError> Service::prediction_errors() const {
+  impl_->load();
+  return impl_->store ? impl_->store->prediction_errors() : std::vector<PairPredictionError>{};
+}
+
+std::pair<std::size_t, std::int64_t> Service::store_pairable_runs() const {
+  impl_->load();
+  return store_of(*impl_).pairable_runs();
+}
+
+std::optional<RefitResult> Service::refit(const std::string& model_file) const {
+  impl_->load();
+  Impl& s = *impl_;
+  const StoreLink& store = store_of(s);
+  std::unique_lock running(s.refit_mutex, std::try_to_lock);
+  if (!running.owns_lock()) return std::nullopt;
+  if (!model_file.empty()) check_output_path(model_file);
+  const std::shared_ptr<const ModelState> before = s.current();
+  // The served model's own fit options on the bundled dataset, the store's pairs joined as
+  // `fit --store` joins them; the reused-key check predicts with the model in use.
+  Dataset dataset = load_dataset(default_dataset_path(), s.catalog, {});
+  std::vector<RunPair> pairs = make_pairs(dataset);
+  const StoreTraining added = add_store_training(store.path(), *before->model, s.catalog, dataset, pairs);
+  if (added.pairs == 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the job store holds no measured pair to learn from (runs of one job key on two GPU types "
+                            "with a measured epoch time){}",
+                            added.refused.empty() ? "" : fmt::format("; refused: {}", fmt::join(added.refused, "; "))));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = std::make_shared<const StackedModel>(
+      fit_model_on_pairs(dataset, pairs, s.catalog, before->model->options(), s.config.progress));
+  RefitResult result;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!model_file.empty()) {
+    save_model(*model, model_file);  // beside the path, renamed into place
+    result.model_file = s.config.hide_paths ? std::filesystem::path(model_file).filename().string() : model_file;
+  }
+  ModelValidation validation = bundled_validation(*model);
+  const std::string label = fmt::format("refit {} (bundled dataset + {} measured pairs of the job store)",
+                                        before->generation + 1, added.pairs);
+  const auto previous = s.swap_model(model, label, std::move(validation));
+  result.previous = info_of(*previous, s.config.hide_paths);
+  result.model = info_of(*s.current(), s.config.hide_paths);
+  result.store_pairs = added.pairs;
+  result.store_rows = compress_ids(added.rows);
+  result.refused = added.refused;
+  return result;
 }
 
 PublicEvaluation Service::evaluate_public(const std::string& catalog_path) const {
