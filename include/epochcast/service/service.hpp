@@ -61,6 +61,10 @@ struct FitResult {
   std::size_t store_pairs = 0;
   std::string store_rows;
   std::vector<std::string> store_refused;
+  // What the front end must say aloud: the statistic columns fitted without (allow_missing),
+  // those of the bundled dataset's that the dataset lacks.
+  std::vector<std::string> warnings;
+  std::vector<std::string> missing_columns;
 };
 
 // What `evaluate` measured, with the datasets it read (their diagnostics: rows skipped,
@@ -76,6 +80,7 @@ struct EvaluateResult {
   Dataset dataset;
   std::optional<Dataset> test;
   std::string data_fingerprint;
+  std::vector<std::string> warnings;  // as FitResult's (allow_missing)
 };
 
 // The bundled held-out figures (data/model-validation.json) when they belong to `model`: same
