@@ -18,6 +18,8 @@ if [ "${1:-all}" != build ]; then
     python3 python3-numpy python3-pandas python3-scipy python3-sklearn
     # integration tests: a real Prometheus server and a real browser
     prometheus chromium chromium-driver fonts-liberation
+    # libFuzzer targets in CI (tests/fuzz/ci.sh) and scripts/sanitize.sh: clang with its runtimes
+    clang libclang-rt-14-dev
   )
 fi
 

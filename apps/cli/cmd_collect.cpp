@@ -44,14 +44,30 @@ struct CollectArgs {
   bool quiet = false;
   bool status = false;
   bool force = false;
+  std::string job;    // the run's job key: predicted and recorded in the store at the end
+  std::string store;  // job store for --job (default $EPOCHCAST_STORE)
   std::vector<std::string> command;
 };
+
+// `predict TRACE` as the end of a collection; with --job, recorded under that key (docs/store.md).
+std::vector<std::string> predict_command(const CollectArgs& args) {
+  std::vector<std::string> cmd = {"/proc/self/exe", "predict", args.output};
+  if (!args.job.empty()) {
+    cmd.insert(cmd.end(), {"--job", args.job});
+    if (!args.store.empty()) cmd.insert(cmd.end(), {"--store", args.store});
+  }
+  return cmd;
+}
 
 void run_collect(const CollectArgs& args) {
   if (args.output.empty() && args.listen.empty())
     throw Error(ErrorCode::kInvalidArgument, "collect: give -o TRACE, --listen ADDR, or both");
   if (args.interval_ms < 1) throw Error(ErrorCode::kInvalidArgument, "--interval-ms must be at least 1");
   if (args.duration_s && !(*args.duration_s > 0)) throw Error(ErrorCode::kInvalidArgument, "--duration must be > 0");
+  if (!args.job.empty() && (args.output.empty() || args.output == "-"))
+    throw Error(ErrorCode::kInvalidArgument, "--job needs -o TRACE: the run is predicted from that file when sampling ends");
+  if (!args.store.empty() && args.job.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--store needs --job KEY (the key the run is recorded under)");
 
   // A previous collection is not overwritten by a repeated command line: that is lost data.
   // Empty files (mktemp), devices and FIFOs are written as before.
@@ -188,10 +204,14 @@ void run_collect(const CollectArgs& args) {
       std::cout << "\n== detect " << args.output << " ==\n" << std::flush;
       run_to_end({"/proc/self/exe", "detect", args.output});
       std::cout << "\n== predict " << args.output << " ==\n" << std::flush;
-      run_to_end({"/proc/self/exe", "predict", args.output});
+      run_to_end(predict_command(args));
     }
     std::cout << std::flush;
     std::exit(*child_status);  // the training command's status is ours
+  }
+  if (!args.job.empty() && writer && writer->rows() > 0) {
+    std::cout << "\n== predict " << args.output << " (job " << args.job << ") ==\n" << std::flush;
+    run_to_end(predict_command(args));
   }
 }
 
@@ -216,6 +236,10 @@ void add_collect_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "No status line or summary");
   cmd->add_flag("--status", args->status,
                 "Live status (period estimate) even when stderr is not a terminal: one line per second");
+  cmd->add_option("--job", args->job,
+                  "job key: when sampling ends, predict from the trace and record the run under this key in the "
+                  "job store (docs/store.md; needs -o)");
+  cmd->add_option("--store", args->store, "job store for --job (default: $EPOCHCAST_STORE)");
   cmd->add_option("command", args->command, "-- COMMAND ARGS…: run it, sample until it exits, return its status");
   cmd->callback([args] { run_collect(*args); });
 }

@@ -108,7 +108,7 @@ void add_eval_command(CLI::App& app) {
   struct Options {
     std::string data, test, catalog, protocol = "lomo", predictions, store, model;
     std::uint64_t seed = 42;
-    bool json = false, progress = false, lenient = false, memory_features = false;
+    bool json = false, progress = false, lenient = false, memory_features = false, allow_missing = false;
     bool no_prior = false, no_gpu_folds = false, linear_ridge = false, format5_prior = false, no_shrink = false;
   };
   auto opt = std::make_shared<Options>();
@@ -123,6 +123,8 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"kfold", "lomo", "logo", "public"}));
   cmd->add_option("--seed", opt->seed, "random seed")->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
+  cmd->add_flag("--allow-missing", opt->allow_missing,
+                "evaluate on a dataset that lacks metric statistic columns (a warning names them) instead of refusing it");
   cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
   cmd->add_flag("--no-prior", opt->no_prior,
                 "learners fit log(target/source) itself, not the correction to the Amdahl prior");
@@ -186,6 +188,7 @@ void add_eval_command(CLI::App& app) {
     request.fit.data_path = opt->data;
     request.fit.catalog_path = opt->catalog;
     request.fit.lenient = opt->lenient;
+    request.fit.allow_missing = opt->allow_missing;
     request.fit.seed = opt->seed;
     request.fit.memory_features = opt->memory_features;
     request.fit.residual_over_prior = !opt->no_prior;
@@ -200,6 +203,7 @@ void add_eval_command(CLI::App& app) {
     const EvaluateResult evaluated = Service(config).evaluate(request);
     note(evaluated.dataset);
     if (evaluated.test) note(*evaluated.test);
+    for (const auto& w : evaluated.warnings) fmt::print(stderr, "epochcast: warning: {}\n", w);
     const EvalReport& r = evaluated.report;
     if (predictions) write_predictions(r, predictions.get(), opt->predictions);
     if (opt->json) {

@@ -51,7 +51,7 @@ void add_fit_command(CLI::App& app) {
   struct Options {
     std::string data, catalog, output, store;
     std::uint64_t seed = 42;
-    bool progress = false, json = false, lenient = false, memory_features = false;
+    bool progress = false, json = false, lenient = false, memory_features = false, allow_missing = false;
     bool no_prior = false, no_gpu_folds = false, linear_ridge = false, format5_prior = false, no_shrink = false;
   };
   auto opt = std::make_shared<Options>();
@@ -62,6 +62,9 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "random seed (the fit is deterministic given it)")
       ->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
+  cmd->add_flag("--allow-missing", opt->allow_missing,
+                "fit a dataset that lacks metric statistic columns (those features missing for every run; a warning "
+                "names them) instead of refusing it");
   cmd->add_flag("--memory-features", opt->memory_features,
                 "also use memory used/free/total (framework-dependent; off by default)");
   cmd->add_flag("--no-prior", opt->no_prior,
@@ -86,6 +89,7 @@ void add_fit_command(CLI::App& app) {
     request.data_path = opt->data;
     request.catalog_path = opt->catalog;
     request.lenient = opt->lenient;
+    request.allow_missing = opt->allow_missing;
     request.seed = opt->seed;
     request.memory_features = opt->memory_features;
     request.residual_over_prior = !opt->no_prior;
@@ -104,6 +108,7 @@ void add_fit_command(CLI::App& app) {
     const ModelValidation& validation = fitted.validation;
     const auto names = model.learner_names();
     for (const auto& why : fitted.store_refused) fmt::print(stderr, "epochcast: note: {}\n", why);
+    for (const auto& w : fitted.warnings) fmt::print(stderr, "epochcast: warning: {}\n", w);
     if (opt->json) {
       nlohmann::json weights, unseen;
       for (std::size_t i = 0; i < names.size(); ++i) {
@@ -128,6 +133,7 @@ void add_fit_command(CLI::App& app) {
                                   {"unseen_gpu_interval_half_width_log", model.unseen_gpu_interval_half_width_log()},
                                   {"source_gpus", model.source_gpus_in_training()},
                                   {"scaling_prior", scaling_prior_json(model)}};
+      if (!fitted.missing_columns.empty()) j["missing_columns"] = fitted.missing_columns;  // --allow-missing
       if (!opt->store.empty())
         j["store"] = {{"path", opt->store}, {"measured_pairs", fitted.store_pairs}, {"rows", fitted.store_rows},
                       {"refused", fitted.store_refused}};

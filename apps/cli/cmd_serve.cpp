@@ -25,6 +25,8 @@ struct ServeArgs {
   std::string model;
   std::string prices;
   std::string store;  // job store: every upload recorded (docs/store.md)
+  double refit_every_s = 0;  // with --store: refit this often when new pairs arrived
+  std::string refit_model;   // with --store: where refits write their model
   std::string catalog;
   std::string listen = "127.0.0.1:8080";
   int max_body_mb = 256;
@@ -68,6 +70,15 @@ void run_serve(const ServeArgs& a) {
       std::lock_guard lock(*log_mutex);
       std::cerr << "epochcast serve: " << line << "\n";
     };
+  if (!a.store.empty()) {
+    server::RefitOptions refit;
+    refit.every_s = a.refit_every_s;
+    refit.model_file = a.refit_model.empty() ? a.store + ".refit.model.json" : a.refit_model;
+    refit.log = options.log;
+    options.refit = refit;
+  } else if (a.refit_every_s > 0 || !a.refit_model.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "--refit-every and --refit-model need --store (the refit learns from it)");
+  }
   server::HttpApi api(service, options);
   const std::string model = a.model.empty() ? "default (bundled dataset)" : a.model;
   if (a.json) {
@@ -115,6 +126,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--prices", args->prices, "price catalog CSV (default: the bundled data/prices.csv)");
   cmd->add_option("--store", args->store,
                   "job store (SQLite): record every upload, calibrate from its measured pairs; ?job=KEY names the job");
+  cmd->add_option("--refit-every", args->refit_every_s,
+                  "with --store: refit the model from the store this often, seconds, when new runs arrived "
+                  "(POST /v1/model/refit refits at once)")
+      ->check(CLI::Range(1.0, 1e7));  // a tick with nothing new costs one count query
+  cmd->add_option("--refit-model", args->refit_model,
+                  "with --store: file each refit writes its model to (default: STORE.refit.model.json)");
   cmd->add_option("--catalog", args->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("--listen", args->listen, "HOST:PORT, :PORT or PORT to listen on (port 0 picks a free one)")
       ->capture_default_str();

@@ -16,6 +16,7 @@
 #include "epochcast/net/http_front.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/request.hpp"
+#include "store_metrics.hpp"
 #include "web_assets.hpp"
 
 namespace epochcast::server {
@@ -239,6 +240,7 @@ HttpApi::HttpApi(const Service& service, ServeOptions options)
   if (options_.threads < 1 || options_.threads > 256)
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--threads must be 1 to 256, got {}", options_.threads));
 
+  if (options_.refit) refit_ = std::make_unique<RefitSchedule>(service_, *options_.refit);
   add_routes();
   net::FrontLimits limits;
   limits.max_body_bytes = options_.max_body_bytes;
@@ -254,7 +256,10 @@ HttpApi::HttpApi(const Service& service, ServeOptions options)
   port_ = front_->port();
 }
 
-HttpApi::~HttpApi() = default;
+HttpApi::~HttpApi() {
+  front_.reset();  // no request uses the schedule past this point
+  refit_.reset();
+}
 
 std::string HttpApi::url() const {
   const std::string host = host_ == "0.0.0.0" ? "127.0.0.1" : host_;
@@ -276,7 +281,7 @@ void HttpApi::add_routes() {
       {"version", EPOCHCAST_VERSION},
       {"endpoints",
        {"GET /healthz", "GET /v1", "GET /v1/gpus", "GET /v1/model", "POST /v1/detect", "POST /v1/predict",
-        "POST /v1/report"}},
+        "POST /v1/report", "POST /v1/model/refit", "GET /metrics"}},
       {"page", "GET / (upload a trace, see the report), GET /fleet"},
       {"docs", "docs/http_api.md"}};
   s.Get("/v1", guarded([index](const Request& req, Response& res) {
@@ -297,9 +302,32 @@ void HttpApi::add_routes() {
     static_cast<void>(Query(req, {}));  // takes no parameters: a typo is a 400
     send_json(res, 200, {{"gpus", service.gpu_ids()}});
   }));
-  s.Get("/v1/model", guarded([&service](const Request& req, Response& res) {
+  RefitSchedule* refit = refit_.get();
+  s.Get("/v1/model", guarded([&service, refit](const Request& req, Response& res) {
     static_cast<void>(Query(req, {}));
-    send_json(res, 200, {{"validation", to_json(service.validation())}, {"gpus", service.gpu_ids()}});
+    nlohmann::json j = {{"validation", to_json(service.validation())},
+                        {"gpus", service.gpu_ids()},
+                        {"model", server::to_json(service.model_info())}};
+    if (refit) j["refit"] = refit->status();
+    send_json(res, 200, j);
+  }));
+  // Refits from the job store and swaps the model (docs/store.md, "Refit in serve"); answers when
+  // the new model is in use. 409 while another refit runs.
+  s.Post("/v1/model/refit", guarded([refit](const Request& req, Response& res) {
+    static_cast<void>(Query(req, {}));
+    if (!refit)
+      throw Error(ErrorCode::kInvalidArgument, "this server has no job store to refit from (serve --store DB)");
+    const auto result = refit->refit_now("POST /v1/model/refit");
+    if (!result) {
+      send_error(res, 409, "invalid_argument", "a refit is already running (GET /v1/model shows it)");
+      return;
+    }
+    send_json(res, 200, {{"refit", server::to_json(*result)}});
+  }));
+  // The job store's running prediction error per GPU pair (store_metrics.hpp).
+  s.Get("/metrics", guarded([&service](const Request& req, Response& res) {
+    static_cast<void>(Query(req, {}));
+    res.set_content(prediction_error_exposition(service.prediction_errors()), "text/plain; version=0.0.4");
   }));
 
   s.Post("/v1/detect", guarded([&service](const Request& req, Response& res) {
@@ -325,8 +353,10 @@ void HttpApi::add_routes() {
     const Trace trace = read_uploaded_trace(service, req, query);
     res.set_content(service.report(trace, request), "text/html; charset=utf-8");
   }));
-  for (const char* path : {"/v1/detect", "/v1/predict", "/v1/report"}) method_not_allowed(s, path, "POST");
-  for (const char* path : {"/", "/v1", "/fleet", "/healthz", "/v1/gpus", "/v1/model"}) method_not_allowed(s, path, "GET");
+  for (const char* path : {"/v1/detect", "/v1/predict", "/v1/report", "/v1/model/refit"})
+    method_not_allowed(s, path, "POST");
+  for (const char* path : {"/", "/v1", "/fleet", "/healthz", "/v1/gpus", "/v1/model", "/metrics"})
+    method_not_allowed(s, path, "GET");
 
   // What httplib answers itself (no route, upload over the limit, a malformed request) gets
   // the same JSON error body.

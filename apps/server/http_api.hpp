@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
+#include "refit_schedule.hpp"
 
 namespace httplib {
 class Server;
@@ -30,6 +32,8 @@ struct ServeOptions {
   bool insecure = false;  // allow a non-loopback --listen without a token
   // One line per request (method, path, status, bytes, ms); empty: no log.
   std::function<void(const std::string&)> log;
+  // serve --store: POST /v1/model/refit and the background schedule (refit_schedule.hpp).
+  std::optional<RefitOptions> refit;
 };
 
 // HTTP status for a library error code (400 bad request, 404 unknown GPU, 422 malformed trace...).
@@ -55,6 +59,7 @@ class HttpApi {
   void add_routes();
   const Service& service_;
   ServeOptions options_;
+  std::unique_ptr<RefitSchedule> refit_;      // with a store
   std::unique_ptr<httplib::Server> server_;  // routes only: the front owns the sockets
   std::unique_ptr<net::HttpFront> front_;
   std::string host_;

@@ -80,8 +80,10 @@ void TraceFileWriter::flush_loop() {
       flush();
     } catch (const Error& e) {
       lock.lock();
-      failure_ = e;
-      failed_ = true;
+      if (!failed_) {  // a sync error; write errors are recorded where they are counted
+        failure_ = e;
+        failed_ = true;
+      }
       return;
     }
     lock.lock();
@@ -90,11 +92,14 @@ void TraceFileWriter::flush_loop() {
 
 void TraceFileWriter::append(double unix_s, const GpuIdentity& gpu, const MetricValues& values) {
   if (fd_ < 0) throw Error(ErrorCode::kInternal, fmt::format("trace file {} is closed", path_));
-  throw_if_failed();
   {
     std::lock_guard lock(buffer_mutex_);
+    // Checked under the lock the failure is recorded under: no row is taken after the count of
+    // rows lost was made.
+    if (failed_) throw *failure_;
     for (std::size_t c = 0; c < columns_.size(); ++c) row_[c] = values[static_cast<std::size_t>(columns_[c])];
     writer_.write_row(unix_s, gpu, row_);
+    row_ends_.push_back(static_cast<std::size_t>(buffer_.tellp()));
     ++rows_;
   }
   if (!flusher_.joinable() && std::chrono::steady_clock::now() - last_flush_ >= flush_interval_) flush();
@@ -107,13 +112,27 @@ void TraceFileWriter::comment(std::string_view text) {
   buffer_ << line << '\n';
 }
 
-void TraceFileWriter::write_all(std::string_view bytes, std::uint64_t rows_pending) {
+void TraceFileWriter::write_all(std::string_view bytes, const std::vector<std::size_t>& row_ends) {
+  const std::size_t size = bytes.size();
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw Error(ErrorCode::kIo, fmt::format("writing trace file {}: {}; {} row(s) not written", path_, cause(errno),
-                                              rows_pending - rows_flushed_));
+      const int error_number = errno;
+      // Rows of this buffer wholly written stay in the file (its last line may be a partial
+      // row, which the readers drop); every other accepted row is lost, including those the
+      // sampler added to the next buffer meanwhile. Counted and recorded under the buffer lock,
+      // so append() takes no row after the count.
+      const std::size_t written = size - bytes.size();
+      const auto on_disk = static_cast<std::uint64_t>(std::upper_bound(row_ends.begin(), row_ends.end(), written) -
+                                                      row_ends.begin());
+      std::lock_guard lock(buffer_mutex_);
+      rows_flushed_ += on_disk;
+      const Error e(ErrorCode::kIo, fmt::format("writing trace file {}: {}; {} row(s) not written", path_,
+                                                cause(error_number), rows_ - rows_flushed_));
+      failure_ = e;
+      failed_ = true;
+      throw e;
     }
     bytes.remove_prefix(static_cast<std::size_t>(n));
     bytes_written_ += static_cast<std::uint64_t>(n);
@@ -128,19 +147,22 @@ void TraceFileWriter::flush() {
   const auto started = std::chrono::steady_clock::now();
   last_flush_ = started;
   std::string pending;
-  std::uint64_t rows_pending = 0;
+  std::vector<std::size_t> row_ends;
   {
     std::lock_guard lock(buffer_mutex_);
     pending = buffer_.str();
     buffer_.str(std::string());
-    rows_pending = rows_;
+    row_ends.swap(row_ends_);
   }
-  write_all(pending, rows_pending);
+  write_all(pending, row_ends);
   // Sync so that a crash of the machine, not only of us, loses at most one interval.
   // Pipes and terminals cannot be synced (EINVAL/EROFS): nothing to lose there.
   if (::fdatasync(fd_) != 0 && errno != EINVAL && errno != EROFS)
     throw Error(ErrorCode::kIo, fmt::format("syncing trace file {}: {}", path_, cause(errno)));
-  rows_flushed_ = rows_pending;
+  {
+    std::lock_guard lock(buffer_mutex_);
+    rows_flushed_ += row_ends.size();
+  }
   ++flushes_;
   const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (took_s > max_flush_s_) max_flush_s_ = took_s;

@@ -136,6 +136,12 @@ class XgbLearner final : public Learner {
   }
 
   void from_json(const nlohmann::json& j) override {
+    // The only format to_json writes (a file without the label predates it). A buffer labelled
+    // "ubj" holding JSON loaded as JSON: the label named a format the file did not have.
+    const std::string format = j.contains("format") ? j.at("format").get<std::string>() : "json";
+    if (format != "json")
+      throw Error(ErrorCode::kParse, "xgboost state: 'format' is '" + format.substr(0, 40) +
+                                         "', this epochcast writes and reads only 'json' boosters");
     const std::string buffer = j.at("buffer").get<std::string>();
     cols_ = json_integer<std::size_t>(j.at("columns"));
     check_booster_json(buffer);
@@ -919,6 +925,8 @@ class ExtraTreesLearner final : public Learner {
       trees_.push_back(std::move(nodes));
     }
     if (fill_.size() != cols_) throw Error(ErrorCode::kParse, "extra_trees state: bad fill size");
+    // The forest's prediction is the mean over its trees: none is 0/0 in every answer.
+    if (trees_.empty()) throw Error(ErrorCode::kParse, "extra_trees state: no trees");
     flatten();
   }
 

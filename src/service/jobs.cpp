@@ -72,14 +72,15 @@ JobPairs Service::jobs_pairs(const JobsRequest& request) const {
   const JobStore store(request.resolved_store_path(), StoreMode::kReadOnly);
   impl_->load();
   const Impl& s = *impl_;
+  const std::shared_ptr<const StackedModel> model = s.current()->model;  // the one in use now
   const auto runs = store.runs();
   const EpochPredictor predict = [&](const RunRecord& r, const std::string& t) {
     const GpuSpec* sg = s.catalog.find(r.gpu);
     const GpuSpec* tg = s.catalog.find(t);
-    return sg && tg ? s.model->predict(r.features, r.epoch_s, *sg, *tg).epoch_s : 0.0;
+    return sg && tg ? model->predict(r.features, r.epoch_s, *sg, *tg).epoch_s : 0.0;
   };
   PairSet set = measured_pairs(runs, predict);
-  const Calibration cal = fit_calibration(pair_residuals(set, runs, *s.model, s.catalog));
+  const Calibration cal = fit_calibration(pair_residuals(set, runs, *model, s.catalog));
 
   struct Err {
     std::size_t n = 0;

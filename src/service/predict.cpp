@@ -33,11 +33,11 @@ bool contains(const std::vector<std::string>& ids, const std::string& id) {
 
 // The report's header: what was asked, which model answers, what the reader had to do.
 PredictReport start_report(const Trace& trace, const PredictRequest& request, Precision precision,
-                           const Service::Impl& s) {
+                           const ModelState& m) {
   PredictReport report;
   report.epochs = request.epochs;
-  report.model = s.model_label;
-  report.validation = s.validation;
+  report.model = m.label;
+  report.validation = m.validation;
   report.precision = to_string(precision);
   report.precision_rule = precision_rule(precision);
   report.source.trace = trace.source;
@@ -47,7 +47,7 @@ PredictReport start_report(const Trace& trace, const PredictRequest& request, Pr
 
 // Which GPU the trace was recorded on: the request's, else the trace's own name column.
 GpuSpec resolve_source(const Trace& trace, const PredictRequest& request, const Service::Impl& s,
-                       PredictReport& report) {
+                       const ModelState& m, PredictReport& report) {
   GpuSpec spec;
   if (!request.source_gpu.empty()) {
     spec = s.resolve_gpu(request.source_gpu, "source");
@@ -67,7 +67,7 @@ GpuSpec resolve_source(const Trace& trace, const PredictRequest& request, const 
   }
   report.source.gpu = spec.id;
   report.source.gpu_name = spec.name;
-  report.source.in_training_data = contains(s.model->source_gpus_in_training(), spec.id);
+  report.source.in_training_data = contains(m.model->source_gpus_in_training(), spec.id);
   return spec;
 }
 
@@ -177,20 +177,22 @@ GpuPrediction measured_row(const GpuSpec& source, double epoch_s, const PredictR
 // A target's row: the model's prediction, its interval widened by what makes this trace and
 // this GPU less certain than the held-out figures.
 GpuPrediction predicted_row(const GpuSpec& source, const GpuSpec& target, double epoch_s, const FeatureRow& features,
-                            Precision precision, const UncertaintyAssessment& assessment, const Service::Impl& s,
+                            Precision precision, const UncertaintyAssessment& assessment, const ModelState& m,
                             PredictReport& report) {
   GpuPrediction p;
   p.gpu = target.id;
   p.gpu_name = target.name;
-  const Prediction raw = s.model->predict(features, epoch_s, source, target, precision);
+  const Prediction raw = m.model->predict(features, epoch_s, source, target, precision);
   if (const ComputePath path = compute_path(precision, target); !path.warning.empty())
     report.warnings.push_back(path.warning);
-  p.in_training_data = contains(s.model->target_gpus_in_training(), target.id);
+  p.in_training_data = contains(m.model->target_gpus_in_training(), target.id);
   const std::vector<UncertaintyTerm> extra =
-      p.in_training_data ? std::vector<UncertaintyTerm>{} : unseen_target_terms(target, s.validation);
+      p.in_training_data ? std::vector<UncertaintyTerm>{} : unseen_target_terms(target, m.validation);
   const Interval widened = widen(raw.epoch_s, raw.lo_s, raw.hi_s, assessment.terms, extra);
   // The job store's measured pairs of this GPU pair correct the model between refits.
-  const double cal = s.store ? s.store->calibration_log(source.id, target.id, &p.store_calibration_pairs) : 0.0;
+  const PairCalibration* c = m.calibration.find(source.id, target.id);
+  p.store_calibration_pairs = c ? c->pairs : 0;
+  const double cal = c ? c->log_bias : 0.0;
   p.store_calibration_log = cal;
   p.epoch_s = raw.epoch_s * std::exp(cal);
   p.interval_lo_s = widened.lo_s * std::exp(cal);
@@ -237,13 +239,16 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
                                  "was logged at in seconds (dcgmi dmon -d 100 or nvidia-smi -lms 100: 0.1)",
                                  trace.source, trace.diagnostics.interval_s));
   impl_->load();
-  const Impl& s = *impl_;
+  Impl& s = *impl_;
+  // One model for the whole request: a refit swapping it meanwhile does not mix two.
+  const std::shared_ptr<const ModelState> state = s.current();
+  const ModelState& m = *state;
   if (!request.job_key.empty() && !s.store)
     throw FieldError("job_key", fmt::format("'{}' needs a job store to record the run in (none is configured)", request.job_key));
   const Precision precision = parse_precision(request.precision);
-  PredictReport report = start_report(trace, request, precision, s);
+  PredictReport report = start_report(trace, request, precision, m);
   report.job_key = request.job_key;
-  const GpuSpec source = resolve_source(trace, request, s, report);
+  const GpuSpec source = resolve_source(trace, request, s, m, report);
   const std::vector<GpuSpec> targets = resolve_targets(request, source, s);
 
   auto t0 = std::chrono::steady_clock::now();
@@ -255,7 +260,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
 
   const double epoch_s = choose_epoch_time(trace, request, report);
   if (epoch_s <= 0) {
-    if (s.store) s.store->record(report, FeatureRow{});  // every analysed run, found or not
+    if (s.store) s.store->record(report, FeatureRow{}, m.version);  // every analysed run, found or not
     return report;
   }
   report.source.measured_epoch_s = epoch_s;
@@ -265,7 +270,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   if (times) times->features_s = seconds_since(t0);
 
   const UncertaintyAssessment assessment =
-      assess_uncertainty(trace, report.source.detected, features, *s.model, source, s.validation);
+      assess_uncertainty(trace, report.source.detected, features, *m.model, source, m.validation);
   report.uncertainty = assessment.terms;
   // Every extrapolated run carries several of these ("…; intervals widened"): one line says them all.
   if (assessment.warnings.size() > 1) {
@@ -285,7 +290,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   for (const GpuSpec& target : targets) {
     GpuPrediction p = target.id == source.id
                           ? measured_row(source, epoch_s, report)
-                          : predicted_row(source, target, epoch_s, features, precision, assessment, s, report);
+                          : predicted_row(source, target, epoch_s, features, precision, assessment, m, report);
     p.instances = instance_costs(s.prices, target.id, p.epoch_s, request.epochs);
     report.predictions.push_back(std::move(p));
   }
@@ -293,7 +298,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   rank_by_time(report.predictions);
   add_summary_warnings(report);
   add_calibration_warning(report);
-  if (s.store) s.store->record(report, features);
+  if (s.store && s.store->record(report, features, m.version)) s.refresh_calibration();
   return report;
 }
 

@@ -6,6 +6,7 @@
 
 #include "epochcast/core/error.hpp"
 #include "service_impl.hpp"
+#include "epochcast/store/job_store.hpp"
 #include "validation.hpp"
 
 namespace epochcast {
@@ -21,26 +22,66 @@ void Service::Impl::load() {
       throw Error(ErrorCode::kNotFound,
                   fmt::format("{}: instance {} {} names GPU '{}', which the GPU catalog lacks (it has: {})",
                               prices_path, row.provider, row.instance, row.gpu, catalog.ids_joined()));
+  auto first = std::make_shared<ModelState>();
   if (config.model_path.empty()) {
-    model = default_model(config.progress);
+    first->model = default_model(config.progress);
     // default_model() caches the model in a function-local static, destroyed at exit after
     // XGBoost's own globals (a crash in XGBoosterFree); one reference held forever keeps the
     // model alive past that point. The OS reclaims it.
-    static const auto* const keep_default_model_alive = new std::shared_ptr<const StackedModel>(model);
+    static const auto* const keep_default_model_alive = new std::shared_ptr<const StackedModel>(first->model);
     (void)keep_default_model_alive;
-    model_label = "default (fitted from the bundled dataset)";
+    first->label = "default (fitted from the bundled dataset)";
   } else {
-    model = std::make_shared<const StackedModel>(load_model(config.model_path));
-    model_label = config.hide_paths ? std::filesystem::path(config.model_path).filename().string() : config.model_path;
+    first->model = std::make_shared<const StackedModel>(load_model(config.model_path));
+    first->label = config.hide_paths ? std::filesystem::path(config.model_path).filename().string() : config.model_path;
   }
   // The default model is fitted from the bundled dataset and catalog by definition (its cache
   // key holds their bytes): its own fingerprint is theirs, with no second read of the dataset.
   const bool is_default = config.model_path.empty();
-  validation = load_validation(default_validation_path(), *model, [&] {
-    return is_default ? model->data_fingerprint() : bundled_data_fingerprint();
+  const StackedModel& model = *first->model;
+  first->validation = load_validation(default_validation_path(), model, [&] {
+    return is_default ? model.data_fingerprint() : bundled_data_fingerprint();
   });
-  if (!config.store_path.empty()) store = std::make_unique<StoreLink>(config.store_path, model, catalog);
+  first->version = model_version(model);
+  if (!config.store_path.empty()) {
+    store = std::make_unique<StoreLink>(config.store_path, catalog);
+    first->calibration = store->calibration_for(model);
+  }
+  {
+    std::lock_guard state_lock(state_mutex);
+    state = std::move(first);
+  }
   loaded = true;
+}
+
+std::shared_ptr<const ModelState> Service::Impl::current() const {
+  std::lock_guard lock(state_mutex);
+  return state;
+}
+
+void Service::Impl::refresh_calibration() {
+  if (!store) return;
+  std::lock_guard publish(publish_mutex);
+  auto next = std::make_shared<ModelState>(*current());
+  next->calibration = store->calibration_for(*next->model);
+  std::lock_guard lock(state_mutex);
+  state = std::move(next);
+}
+
+std::shared_ptr<const ModelState> Service::Impl::swap_model(std::shared_ptr<const StackedModel> model,
+                                                            std::string label, ModelValidation validation) {
+  std::lock_guard publish(publish_mutex);
+  auto next = std::make_shared<ModelState>();
+  next->model = std::move(model);
+  next->label = std::move(label);
+  next->validation = std::move(validation);
+  next->version = model_version(*next->model);
+  if (store) next->calibration = store->calibration_for(*next->model);
+  std::lock_guard lock(state_mutex);
+  next->generation = state->generation + 1;
+  std::shared_ptr<const ModelState> previous = std::move(state);
+  state = std::move(next);
+  return previous;
 }
 
 GpuSpec Service::Impl::resolve_gpu(const std::string& name, const char* what) const {
@@ -94,9 +135,9 @@ std::vector<std::string> Service::gpu_ids() const {
   return ids;
 }
 
-const ModelValidation& Service::validation() const {
+ModelValidation Service::validation() const {
   impl_->load();
-  return impl_->validation;
+  return impl_->current()->validation;
 }
 
 }  // namespace epochcast

@@ -17,30 +17,30 @@ EpochPredictor model_epoch_predictor(const StackedModel& model, const GpuCatalog
   };
 }
 
-StoreLink::StoreLink(const std::string& path, std::shared_ptr<const StackedModel> model, const GpuCatalog& catalog)
-    : path_(path),
-      model_(std::move(model)),
-      catalog_(catalog),
-      catalog_version_(catalog_version(catalog)),
-      model_version_(model_version(*model_)),
-      store_(path, StoreMode::kReadWrite) {
-  refresh_calibration();
+StoreLink::StoreLink(const std::string& path, const GpuCatalog& catalog)
+    : path_(path), catalog_(catalog), catalog_version_(catalog_version(catalog)), store_(path, StoreMode::kReadWrite) {}
+
+Calibration StoreLink::calibration_for(const StackedModel& model) const {
+  std::vector<RunRecord> runs;
+  {
+    std::lock_guard lock(mu_);
+    runs = store_.runs();
+  }
+  const PairSet set = measured_pairs(runs, model_epoch_predictor(model, catalog_));
+  return fit_calibration(pair_residuals(set, runs, model, catalog_));
 }
 
-void StoreLink::refresh_calibration() {
-  const std::vector<RunRecord> runs = store_.runs();
-  const PairSet set = measured_pairs(runs, model_epoch_predictor(*model_, catalog_));
-  calibration_ = fit_calibration(pair_residuals(set, runs, *model_, catalog_));
-}
-
-double StoreLink::calibration_log(const std::string& s, const std::string& t, std::size_t* pairs) const {
+std::pair<std::size_t, std::int64_t> StoreLink::pairable_runs() const {
   std::lock_guard lock(mu_);
-  const PairCalibration* c = calibration_.find(s, t);
-  if (pairs) *pairs = c ? c->pairs : 0;
-  return c ? c->log_bias : 0.0;
+  return store_.pairable_runs();
 }
 
-void StoreLink::record(PredictReport& report, const FeatureRow& features) {
+std::vector<PairPredictionError> StoreLink::prediction_errors() const {
+  std::lock_guard lock(mu_);
+  return store_.prediction_errors();
+}
+
+bool StoreLink::record(PredictReport& report, const FeatureRow& features, const std::string& model_version) {
   RunRecord run;
   run.job_key = report.job_key;
   run.gpu = report.source.gpu;
@@ -55,7 +55,7 @@ void StoreLink::record(PredictReport& report, const FeatureRow& features) {
   run.epoch_s = report.source.measured_epoch_s;
   run.epoch_time_from = report.source.epoch_time_from;
   run.features = features;
-  run.model_version = model_version_;
+  run.model_version = model_version;
   for (const auto& p : report.predictions)
     if (!p.measured)
       run.predictions.push_back({p.gpu, p.epoch_s, p.interval_lo_s, p.interval_hi_s, p.store_calibration_log});
@@ -67,7 +67,7 @@ void StoreLink::record(PredictReport& report, const FeatureRow& features) {
     // The prediction stands; the store is as it was (one transaction) and says why.
     if (e.code() != ErrorCode::kIo && e.code() != ErrorCode::kParse) throw;
     report.warnings.push_back(fmt::format("run not recorded in the job store: {}", e.what()));
-    return;
+    return false;
   }
   report.store_run_id = result.id;
   for (const auto& f : result.feedback)
@@ -75,7 +75,7 @@ void StoreLink::record(PredictReport& report, const FeatureRow& features) {
         "job '{}': run {} on {} had predicted {:.4g} s/epoch here; measured {:.4g} s ({:+.1f} %), recorded in {}",
         f.job_key, f.predicted_by, f.source_gpu, f.predicted_s, f.measured_s,
         (f.predicted_s / f.measured_s - 1) * 100, path_));
-  if (!report.job_key.empty() && report.source.measured_epoch_s > 0) refresh_calibration();
+  return !report.job_key.empty() && report.source.measured_epoch_s > 0;
 }
 
 StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,

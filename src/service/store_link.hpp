@@ -17,27 +17,27 @@ namespace epochcast {
 
 class StoreLink {
  public:
-  // Opens (creates) the store for writing and computes the calibration for `model`.
-  StoreLink(const std::string& path, std::shared_ptr<const StackedModel> model, const GpuCatalog& catalog);
+  // Opens (creates) the store for writing.
+  StoreLink(const std::string& path, const GpuCatalog& catalog);
 
-  [[nodiscard]] double calibration_log(const std::string& source, const std::string& target,
-                                       std::size_t* pairs) const;
-  // Records the run of `report` (features from its window) and the feedback it makes possible;
-  // sets report.store_run_id, adds a line per checked prediction to the warnings, refreshes
-  // the calibration when the run's job key formed a new pair.
-  void record(PredictReport& report, const FeatureRow& features);
+  // The calibration of the store's measured pairs for `model` (reads every run).
+  [[nodiscard]] Calibration calibration_for(const StackedModel& model) const;
+  // Records the run of `report` (features from its window), predicted by `model_version`, and
+  // the feedback it makes possible; sets report.store_run_id and adds a line per checked
+  // prediction to the warnings. True when the run may have formed a new measured pair (a job
+  // key and a measured epoch time): the caller refreshes the calibration.
+  bool record(PredictReport& report, const FeatureRow& features, const std::string& model_version);
+  // The running error of checked predictions per GPU pair (JobStore::prediction_errors).
+  [[nodiscard]] std::vector<PairPredictionError> prediction_errors() const;
+  [[nodiscard]] std::pair<std::size_t, std::int64_t> pairable_runs() const;
   [[nodiscard]] const std::string& path() const { return path_; }
 
  private:
-  void refresh_calibration();
-
   std::string path_;
-  std::shared_ptr<const StackedModel> model_;
   const GpuCatalog& catalog_;
-  std::string catalog_version_, model_version_;
-  mutable std::mutex mu_;
+  std::string catalog_version_;
+  mutable std::mutex mu_;  // one connection, used from every server thread
   JobStore store_;
-  Calibration calibration_;
 };
 
 // Each measured pair of the store counts this many times among the training pairs: a pair of

@@ -247,6 +247,13 @@ std::size_t JobStore::run_count() const {
   return st.step() ? static_cast<std::size_t>(st.int64(0)) : 0;
 }
 
+std::pair<std::size_t, std::int64_t> JobStore::pairable_runs() const {
+  if (!impl_->has_tables()) return {0, 0};
+  sqlite::Stmt st(impl_->db, "SELECT count(*), coalesce(max(id), 0) FROM runs WHERE job_key IS NOT NULL AND epoch_s > 0");
+  if (!st.step()) return {0, 0};
+  return {static_cast<std::size_t>(st.int64(0)), st.int64(1)};
+}
+
 std::vector<FeedbackRecord> JobStore::feedback() const {
   std::vector<FeedbackRecord> out;
   if (impl_->version < 2) return out;
@@ -255,6 +262,20 @@ std::vector<FeedbackRecord> JobStore::feedback() const {
                   "FROM feedback ORDER BY id");
   while (st.step())
     out.push_back({st.int64(0), st.int64(1), st.text(2), st.text(3), st.text(4), st.real(5), st.real(6), st.text(7)});
+  return out;
+}
+
+std::vector<PairPredictionError> JobStore::prediction_errors() const {
+  std::vector<PairPredictionError> out;
+  if (impl_->version < 2) return out;
+  // measured_s > 0 and predicted_s > 0 hold for every row record() writes; the guard keeps an
+  // imported or hand-edited row from dividing by zero.
+  sqlite::Stmt st(impl_->db,
+                  "SELECT source_gpu, target_gpu, count(*), avg(abs(predicted_s - measured_s) / measured_s), "
+                  "avg(ln(predicted_s / measured_s)) FROM feedback WHERE measured_s > 0 AND predicted_s > 0 "
+                  "GROUP BY source_gpu, target_gpu ORDER BY source_gpu, target_gpu");
+  while (st.step())
+    out.push_back({st.text(0), st.text(1), static_cast<std::size_t>(st.int64(2)), st.real(3), st.real(4)});
   return out;
 }
 

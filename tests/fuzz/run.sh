@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds seed corpora from the repo's real files and runs each libFuzzer target for SECONDS
 # (default 120) under ASan+UBSan. Needs the build from docs/HACKING.md (build-fuzz).
-# Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]   (targets: trace formats tables model prometheus)
+# Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]   (targets: trace formats tables model prometheus http)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-120}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(trace formats tables model prometheus)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(trace formats tables model prometheus http)
 B=${FUZZ_BUILD:-build-fuzz}
 W=$B/fuzz-work
 shared=../shared/traces/h200
@@ -60,6 +60,22 @@ open(out + "/two_series.json", "wb").write(b"\x01" + json.dumps(doc).encode())
 open(out + "/error.json", "wb").write(b"\x07" + b'{"status":"error","errorType":"bad_data","error":"parse error"}')
 open(out + "/times.txt", "wb").write(b"\x06" + b"now-15m")
 PY
+fi
+
+if [[ " ${targets[*]} " == *" http "* ]]; then
+  # Hand-made requests (tests/fuzz/corpus/http: every route, chunked, multipart, pipelined),
+  # and real uploads of a small trace to each POST route.
+  mkdir -p "$W/seeds-http"
+  cp tests/fuzz/corpus/http/* "$W/seeds-http/"
+  small=$(head -c 6000 tests/data/h200/resnet50_224_bs256_bf16.smi.csv | sed '$d')
+  for route in "/v1/predict?gpus=t4" "/v1/detect" "/v1/report?gpus=t4&epochs=3" "/v1/predict?job=x&epoch_s=2"; do
+    printf 'POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' "$route" "${#small}" "$small" \
+      > "$W/seeds-http/upload-$(echo "$route" | tr -c 'a-z0-9' _)"
+  done
+  # A small model keeps each predict fast.
+  mkdir -p "$W/seeds-model"
+  [ -f "$W/seeds-model/small.json" ] || "$B/tests/fuzz/fuzz_model_seed" "$W/seeds-model/small.json"
+  export EPOCHCAST_FUZZ_MODEL=$PWD/$W/seeds-model/small.json
 fi
 
 for t in "${targets[@]}"; do

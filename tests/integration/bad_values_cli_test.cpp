@@ -317,3 +317,58 @@ TEST(BadValuesCli, ImpossibleDatasetStatisticsAreMissingAndSaid) {
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+// The bundled dataset cut to its identity/label columns and one metric's 7 statistics: 56 of its
+// 63 statistic columns are gone.
+std::string write_dataset_without_most_columns(const testing::TempDir& dir) {
+  std::ifstream in(std::string(EPOCHCAST_SOURCE_DIR) + "/data/nvidiasmi_devicequery_all.csv");
+  const fs::path out_path = dir.path() / "few-columns.csv";
+  std::ofstream out(out_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream s(line);
+    for (std::string c; std::getline(s, c, ',');) cells.push_back(c);
+    for (std::size_t i = 0; i < 14 && i < cells.size(); ++i) out << (i ? "," : "") << cells[i];
+    out << "\n";
+  }
+  return out_path.string();
+}
+
+TEST(MissingColumnsCli, DatasetMissingStatisticColumnsIsRefusedNamingThem) {
+  testing::TempDir dir("missing-columns");
+  const std::string data = write_dataset_without_most_columns(dir);
+  const std::string model = (dir.path() / "m.json").string();
+  const auto r = testing::run_cli({"fit", "--data", data, "-o", model}, {}, dir.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--allow-missing is needed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("few-columns.csv lacks 56 of the 63 metric statistic columns of the bundled dataset"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("utilization_gpu_mean"), std::string::npos) << r.err;  // named
+  EXPECT_EQ(r.err.find("clocks_current_graphicsMHz_mean"), std::string::npos) << r.err;  // it has that one
+  EXPECT_FALSE(fs::exists(model));
+  // eval refuses the same file the same way.
+  const auto e = testing::run_cli({"eval", "--data", data, "--protocol", "kfold"}, {}, dir.path());
+  EXPECT_EQ(e.status, 2) << e.err;
+  EXPECT_NE(e.err.find("--allow-missing is needed"), std::string::npos) << e.err;
+}
+
+TEST(MissingColumnsCli, AllowMissingFitsAndSaysSoLoudly) {
+  testing::TempDir dir("allow-missing");
+  const std::string data = write_dataset_without_most_columns(dir);
+  const std::string model = (dir.path() / "m.json").string();
+  const auto r = testing::run_cli({"fit", "--data", data, "-o", model, "--allow-missing", "--json"}, {}, dir.path(), 300);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: " + data + " lacks 56 of the 63 metric statistic columns of the bundled dataset"), std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["missing_columns"].size(), 56u);  // not the memory clock, which the bundled data lacks too
+  EXPECT_TRUE(fs::exists(model));
+}
+
+}  // namespace
+}  // namespace epochcast

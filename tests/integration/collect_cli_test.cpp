@@ -306,6 +306,27 @@ TEST(CollectCli, DiskFullIsAClearIoError) {
   EXPECT_NE(r.err.find("disk full"), std::string::npos) << r.err;
 }
 
+// --job KEY: the collected run is predicted and recorded under the key when sampling ends.
+TEST(CollectCli, JobKeyRecordsTheCollectedRunInTheStore) {
+  TempDir dir("collect-job");
+  const std::string out = (dir / "t.csv").string();
+  const std::string db = (dir / "jobs.db").string();
+  const auto r = run_cli({"collect", "-o", out, "--duration", "1", "-q", "--job", "nightly", "--store", db},
+                         fake_nvml_env(kResnet), dir.path());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(job nightly)"), std::string::npos) << r.out;
+  const auto list = run_cli({"jobs", "list", "--store", db, "--json"}, {}, dir.path());
+  ASSERT_EQ(list.status, 0) << list.err;
+  const auto j = nlohmann::json::parse(list.out);
+  ASSERT_EQ(j["runs"].size(), 1u) << list.out;
+  EXPECT_EQ(j["runs"][0]["job_key"], "nightly");
+  EXPECT_EQ(j["runs"][0]["trace"], out);
+  // --job without a trace file to predict from is refused before sampling.
+  const auto bad = run_cli({"collect", "--listen", "127.0.0.1:0", "--job", "x"}, fake_nvml_env(kResnet), dir.path());
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--job needs -o"), std::string::npos) << bad.err;
+}
+
 TEST(CollectCli, CommandModeReturnsTheCommandStatusAndDetects) {
   TempDir dir("collect-cmd");
   const std::string out = (dir / "t.csv").string();

@@ -24,6 +24,7 @@
 #include "collect_process.hpp"
 #include "epochcast/collect/metrics_server.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/model/stacked_model.hpp"
 
 namespace epochcast {
 namespace {
@@ -281,8 +282,17 @@ TEST_F(ServeLimits, AnswersCarryNoServerPaths) {
   else if (const char* h = std::getenv("HOME"); h && *h) cache = fs::path(h) / ".cache" / "epochcast";
   fs::path model;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(cache, ec))
-    if (e.path().filename().string().starts_with("model-")) model = e.path();
+  // The cache is shared by every epochcast build of this user: take an entry this build reads.
+  for (const auto& e : fs::directory_iterator(cache, ec)) {
+    if (!e.path().filename().string().starts_with("model-")) continue;
+    try {
+      static_cast<void>(load_model(e.path().string()));
+      model = e.path();
+      break;
+    } catch (const Error&) {
+      // another build's format
+    }
+  }
   if (model.empty()) GTEST_SKIP() << "no cached default model in " << cache;
   TempDir dir("serve-model-path");
   const fs::path copy = dir.path() / "secret-dir" / "my-model.json";

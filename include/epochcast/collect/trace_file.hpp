@@ -55,7 +55,9 @@ class TraceFileWriter {
   [[nodiscard]] double max_flush_s() const { return max_flush_s_; }
 
  private:
-  void write_all(std::string_view bytes, std::uint64_t rows_pending);
+  // Writes `bytes`; on failure throws naming the rows lost: every accepted row not wholly on
+  // disk (`row_ends`: where each of the buffer's rows ends in `bytes`).
+  void write_all(std::string_view bytes, const std::vector<std::size_t>& row_ends);
   void flush_loop();
   void throw_if_failed();
 
@@ -66,6 +68,7 @@ class TraceFileWriter {
   std::mutex buffer_mutex_;  // buffer_, writer_, row_, rows_, failure_
   std::mutex io_mutex_;      // one writer of the file at a time, in buffer order
   std::ostringstream buffer_;
+  std::vector<std::size_t> row_ends_;  // offset in buffer_ past each buffered row's newline
   CanonicalCsvWriter writer_;
   std::vector<double> row_;
   std::chrono::milliseconds flush_interval_;

@@ -136,6 +136,9 @@ class StackedModel {
   // training_data_fingerprint() of the pairs, rows and GPU figures it was fitted on
   // ("fnv1a64:…"); empty when unknown (a file written before 2026-12-01 lacks it).
   [[nodiscard]] const std::string& data_fingerprint() const { return data_fingerprint_; }
+  // What it was fitted on (the file's training.dataset): a path, with "+ store DB runs 1-4, 9
+  // (…)" for the job store rows a `fit --store` or a refit learned from.
+  [[nodiscard]] const std::string& dataset_source() const { return dataset_source_; }
 
  private:
   // The fit builds the state and the model file reads and writes it; nothing else (fit_model

@@ -106,6 +106,9 @@ struct FitRequest {
   std::string data_path;     // dataset CSV; "": the bundled dataset
   std::string catalog_path;  // GPU catalog CSV; "": the bundled data/gpus.csv
   bool lenient = false;      // skip malformed dataset rows (counted)
+  // Fit a dataset that lacks some metric statistic columns (those features missing for every
+  // run), with a warning naming them; without it such a dataset is refused, naming them.
+  bool allow_missing = false;
   std::uint64_t seed = 42;
   bool memory_features = false;  // also memory used/free/total
   bool residual_over_prior = true;

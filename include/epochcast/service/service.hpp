@@ -3,11 +3,13 @@
 // call, and render what comes back (render.hpp).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "epochcast/epoch/segmentation.hpp"
@@ -59,6 +61,10 @@ struct FitResult {
   std::size_t store_pairs = 0;
   std::string store_rows;
   std::vector<std::string> store_refused;
+  // What the front end must say aloud: the statistic columns fitted without (allow_missing),
+  // those of the bundled dataset's that the dataset lacks.
+  std::vector<std::string> warnings;
+  std::vector<std::string> missing_columns;
 };
 
 // What `evaluate` measured, with the datasets it read (their diagnostics: rows skipped,
@@ -74,12 +80,31 @@ struct EvaluateResult {
   Dataset dataset;
   std::optional<Dataset> test;
   std::string data_fingerprint;
+  std::vector<std::string> warnings;  // as FitResult's (allow_missing)
 };
 
 // The bundled held-out figures (data/model-validation.json) when they belong to `model`: same
 // schema, pair count and fit options, and fitted on the bundled dataset and catalog (its data
 // fingerprint); else none, with a note saying why and how to measure them (`epochcast eval`).
 [[nodiscard]] ModelValidation bundled_validation(const StackedModel& model);
+
+// Which model answers now (serve's GET /v1/model).
+struct ModelInfo {
+  std::string label;       // "default (fitted from the bundled dataset)", the file name, "refit 1 …"
+  std::string version;     // model_version(): v5/<schema hash>/<data fingerprint>
+  std::string trained_on;  // the model's dataset_source(): names the store rows it learned from
+  std::size_t generation = 0;  // 0: loaded at start; n: the n-th refit
+};
+
+// What Service::refit did.
+struct RefitResult {
+  ModelInfo model, previous;
+  std::size_t store_pairs = 0;          // directed measured pairs added (before the weight)
+  std::string store_rows;               // store row ids ("3, 5-9")
+  std::vector<std::string> refused;     // reasons, one per refused pair
+  double seconds = 0;                   // the fit
+  std::string model_file;               // where it was written; "" when not asked
+};
 
 class Service {
  public:
@@ -148,7 +173,23 @@ class Service {
 
   // The catalog's GPU ids in catalog order.
   [[nodiscard]] std::vector<std::string> gpu_ids() const;
-  [[nodiscard]] const ModelValidation& validation() const;
+  // A copy: a refit replaces the model it belongs to.
+  [[nodiscard]] ModelValidation validation() const;
+
+  // The job store's side of serve (ServiceConfig::store_path; Error(kInvalidArgument) without one).
+  [[nodiscard]] ModelInfo model_info() const;
+  // Refits the served model's stack (its own fit options) on the bundled dataset plus the
+  // store's measured pairs (as `fit --store`), writes it to `model_file` when not empty, and
+  // swaps it in atomically: a request in flight finishes on the model it started with, every
+  // later one uses the new model with a calibration computed for it. nullopt when a refit is
+  // already running. Error(kInvalidArgument) when the store holds no measured pair; the model
+  // in use is then unchanged.
+  [[nodiscard]] std::optional<RefitResult> refit(const std::string& model_file = {}) const;
+  // The running error of the store's checked predictions per GPU pair (jobs pairs, /metrics).
+  [[nodiscard]] std::vector<PairPredictionError> prediction_errors() const;
+  // The store's runs that can form pairs (a job key and a measured epoch time): their count and
+  // largest row id. A refit schedule refits only when this changed.
+  [[nodiscard]] std::pair<std::size_t, std::int64_t> store_pairable_runs() const;
 
   struct Impl;  // src/service/service_impl.hpp: the steps of each operation share it
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "epochcast/model/gpu_catalog.hpp"
@@ -55,7 +56,12 @@ class JobStore {
   [[nodiscard]] std::vector<RunRecord> runs(const std::optional<std::string>& job_key = std::nullopt) const;
   [[nodiscard]] std::optional<RunRecord> run(std::int64_t id) const;
   [[nodiscard]] std::size_t run_count() const;
+  // Runs with a job key and a measured epoch time (those pairs are made of): count, largest id.
+  [[nodiscard]] std::pair<std::size_t, std::int64_t> pairable_runs() const;
   [[nodiscard]] std::vector<FeedbackRecord> feedback() const;
+  // The feedback aggregated per (source GPU, target GPU), ordered by the pair; one query, so a
+  // /metrics scrape does not read every row into memory.
+  [[nodiscard]] std::vector<PairPredictionError> prediction_errors() const;
   // Deletes a run (or every run of a job key) with its predictions and feedback; the count.
   std::size_t forget_run(std::int64_t id);
   std::size_t forget_job(const std::string& job_key);

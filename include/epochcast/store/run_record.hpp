@@ -56,4 +56,13 @@ struct FeedbackRecord {
   [[nodiscard]] double abs_pct_error() const;  // |predicted - measured| / measured * 100
 };
 
+// The running error of the checked predictions of one (source GPU, target GPU): what `jobs
+// pairs` lists and `/metrics` exposes as epochcast_prediction_error_ratio.
+struct PairPredictionError {
+  std::string source_gpu, target_gpu;
+  std::size_t checked = 0;           // feedback rows
+  double mean_abs_error_ratio = 0;   // mean |predicted - measured| / measured (0.05: 5 %)
+  double mean_log_ratio = 0;         // mean log(predicted / measured): > 0 predicted too slow
+};
+
 }  // namespace epochcast

@@ -1,7 +1,11 @@
 #include "epochcast/collect/trace_file.hpp"
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <csignal>
 
@@ -135,6 +139,47 @@ TEST(TraceFileWriter, DiskFullIsAClearIoError) {
     EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("disk full"), std::string::npos) << e.what();
   }
+}
+
+// The file stops growing mid-buffer (RLIMIT_FSIZE, as a disk filling up): the count of rows
+// lost is exactly the accepted rows not wholly in the file (it once said 100 where 33 were lost).
+TEST(TraceFileWriter, FullDiskCountsExactlyTheRowsLost) {
+  const fs::path empty = temp_file("header-only.csv");
+  { TraceFileWriter(empty, {Metric::kGpuUtil, Metric::kPower}, kGpu).close(); }
+  auto complete_lines = [](const std::string& text) { return std::count(text.begin(), text.end(), '\n'); };
+  const auto header_lines = complete_lines(slurp(empty));
+
+  const fs::path path = temp_file("fsize.csv");
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  rlimit small = old;
+  small.rlim_cur = 6000;  // the header and a few dozen rows: the limit falls inside a row
+  std::string message;
+  std::uint64_t accepted = 0;
+  {
+    TraceFileWriter writer(path, {Metric::kGpuUtil, Metric::kPower}, kGpu, std::chrono::hours(1));
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    for (int i = 0; i < 300; ++i) writer.append(1764515000.0 + i * 0.1, kGpu, values(i, 100 + i * 0.25));
+    accepted = writer.rows();
+    try {
+      writer.flush();
+      ADD_FAILURE() << "a write past RLIMIT_FSIZE must fail";
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_THROW(writer.append(1764515100.0, kGpu, values(1, 1)), Error);  // no row taken after the count
+    EXPECT_THROW(writer.close(), Error);
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, old_handler);
+  const std::string text = slurp(path);
+  EXPECT_EQ(text.size(), 6000u);
+  const auto rows_on_disk = static_cast<std::uint64_t>(complete_lines(text) - header_lines);
+  ASSERT_GT(rows_on_disk, 0u);
+  ASSERT_LT(rows_on_disk, accepted);
+  EXPECT_NE(message.find(fmt::format("; {} row(s) not written", accepted - rows_on_disk)), std::string::npos)
+      << message << " (" << rows_on_disk << " of " << accepted << " rows on disk)";
 }
 
 TEST(TraceFileWriter, UncreatableFileNamesThePath) {

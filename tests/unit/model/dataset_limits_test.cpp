@@ -95,5 +95,45 @@ TEST(ModelFileLimits, IntervalWidthAndLevelAreRangeChecked) {
   }
 }
 
+// Learner states a fit cannot produce: an extra-trees forest with no trees (its mean over zero
+// trees is NaN) and an XGBoost buffer labelled with a format it is not in.
+TEST(ModelFileLimits, EmptyForestAndMislabelledBoosterAreRefused) {
+  const GpuCatalog catalog = load_gpu_catalog(kCatalog);
+  const Dataset ds = load_dataset(kData, catalog);
+  FitOptions quick;
+  quick.xgb_rounds = 10;
+  quick.trees = 10;
+  quick.folds = 3;
+  quick.meta_gpu_folds = false;
+  const std::string text = model_to_json(fit_model(ds, catalog, quick));
+  struct Case {
+    const char* learner;
+    void (*edit)(nlohmann::json& state);
+    const char* says;
+  };
+  const Case cases[] = {
+      {"extra_trees", [](nlohmann::json& st) { st["trees"] = nlohmann::json::array(); }, "no trees"},
+      {"xgboost", [](nlohmann::json& st) { st["format"] = "ubj"; }, "'format' is 'ubj'"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = nlohmann::json::parse(text);
+    bool edited = false;
+    for (auto& l : j["learners"])
+      if (l["name"] == c.learner) {
+        c.edit(l["state"]);
+        edited = true;
+      }
+    ASSERT_TRUE(edited) << c.learner << " not in the model file";
+    try {
+      (void)model_from_json(j.dump(), "bad.json");
+      ADD_FAILURE() << c.learner << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace epochcast

@@ -144,6 +144,36 @@ TEST_F(StoreTest, ArrivingRunChecksTheEarlierPredictionForItsGpu) {
   EXPECT_TRUE(store.record(sample_run("v100", "job-2", 12.5)).feedback.empty());
 }
 
+// The per GPU pair aggregate (/metrics, jobs pairs) is the mean of the feedback rows' errors.
+TEST_F(StoreTest, PredictionErrorsAggregateTheFeedbackPerGpuPair) {
+  JobStore store(path(), StoreMode::kReadWrite);
+  EXPECT_TRUE(store.prediction_errors().empty());
+  for (const char* job : {"j1", "j2"}) {
+    RunRecord a = sample_run("t4", job, 40);
+    a.predictions.push_back({"v100", 10.0, 9, 11, 0});
+    a.predictions.push_back({"p100", 20.0, 18, 22, 0});
+    store.record(a);
+  }
+  store.record(sample_run("v100", "j1", 12.5));  // predicted 10: 20 % off, log(10/12.5)
+  store.record(sample_run("v100", "j2", 8.0));   // predicted 10: 25 % off, log(10/8)
+  store.record(sample_run("p100", "j1", 20.0));  // exact
+  const auto errors = store.prediction_errors();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].source_gpu, "t4");
+  EXPECT_EQ(errors[0].target_gpu, "p100");
+  EXPECT_EQ(errors[0].checked, 1u);
+  EXPECT_NEAR(errors[0].mean_abs_error_ratio, 0.0, 1e-12);
+  EXPECT_EQ(errors[1].target_gpu, "v100");
+  EXPECT_EQ(errors[1].checked, 2u);
+  double mean = 0;
+  for (const auto& f : store.feedback())
+    if (f.target_gpu == "v100") mean += f.abs_pct_error() / 100 / 2;
+  EXPECT_NEAR(errors[1].mean_abs_error_ratio, mean, 1e-12);
+  EXPECT_NEAR(errors[1].mean_abs_error_ratio, 0.225, 1e-12);
+  EXPECT_NEAR(errors[1].mean_log_ratio, (std::log(10 / 12.5) + std::log(10 / 8.0)) / 2, 1e-12);
+  EXPECT_EQ(store.pairable_runs(), (std::pair<std::size_t, std::int64_t>{5, 5}));
+}
+
 TEST_F(StoreTest, ForgettingAJobRemovesItsRunsPredictionsAndFeedback) {
   JobStore store(path(), StoreMode::kReadWrite);
   RunRecord a = sample_run("t4", "gone", 40);

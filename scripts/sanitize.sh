@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds epochcast with a sanitizer and runs the tests under it.
+#   scripts/sanitize.sh asan   ASan + UBSan (clang, every target, with the libFuzzer targets'
+#                              coverage: the same build runs tests/fuzz/run.sh) -> build-asan,
+#                              then the whole suite: ctest -LE gpu
+#   scripts/sanitize.sh tsan   ThreadSanitizer (clang) -> build-tsan, then the tests of the
+#                              threaded parts: fit workers (test_model), the sampler, flush and
+#                              status threads (test_collect, CollectCli), the store's concurrent
+#                              writers (test_store), the server (ServeCli, ServeStore, ServeLimits)
+# Extra arguments go to ctest (asan) or name gtest filters (tsan: FILTER=...). JOBS=N (default 2).
+# A report fails the run (halt_on_error / exitcode); results are recorded in docs/journal/robustness.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+shift || true
+jobs=${JOBS:-2}
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+case "$mode" in
+  asan)
+    B=${BUILD_DIR:-build-asan}
+    CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+      -DEPOCHCAST_FUZZ=ON -DEPOCHCAST_TESTS=ON -DEPOCHCAST_BENCH=OFF >/dev/null
+    cmake --build "$B" -j"$jobs"
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:detect_stack_use_after_return=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    # LeakSanitizer: XGBoost keeps per-thread OpenMP state for the process's life.
+    export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp}
+    ctest --test-dir "$B" --output-on-failure -LE gpu -j"$jobs" "$@"
+    ;;
+  tsan)
+    B=${BUILD_DIR:-build-tsan}
+    CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+      -DEPOCHCAST_SANITIZE=thread -DEPOCHCAST_TESTS=ON -DEPOCHCAST_BENCH=OFF >/dev/null
+    cmake --build "$B" -j"$jobs" --target epochcast test_model test_collect test_store test_service test_integration
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp}
+    status=0
+    run() {
+      echo "== tsan: $*"
+      "$@" || status=1
+    }
+    run "$B/tests/test_model" --gtest_filter='*ThreadCount*:*ThreadSafe*'
+    run "$B/tests/test_collect"
+    run "$B/tests/test_store" --gtest_filter='*Concurrent*:*Locked*'
+    run "$B/tests/test_service"
+    # The CLI the integration tests start is the TSan build: a report there exits 66.
+    run "$B/tests/test_integration" --gtest_filter="${FILTER:-ServeCli*:ServeStore*:ServeLimits*:CollectCli*}"
+    exit $status
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh asan|tsan [ctest args]" >&2
+    exit 2
+    ;;
+esac
