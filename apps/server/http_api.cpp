@@ -251,6 +251,26 @@ void HttpApi::run() { front_->run(); }
 
 void HttpApi::stop() { front_->stop(); }
 
+// The fleet watcher's routes (docs/watch.md), present when serve hosts one.
+void HttpApi::add_fleet_routes() {
+  httplib::Server& s = *server_;
+  if (options_.fleet_json) {
+    s.Get("/v1/fleet", guarded([fleet = options_.fleet_json](const Request& req, Response& res) {
+      static_cast<void>(Query(req, {}));
+      res.set_content(fleet(), "application/json");
+    }));
+    method_not_allowed(s, "/v1/fleet", "GET");
+  }
+  if (!options_.metrics.empty()) {
+    s.Get("/metrics", guarded([sections = options_.metrics](const Request&, Response& res) {
+      std::string text;
+      for (const auto& section : sections) text += section();
+      res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+    }));
+    method_not_allowed(s, "/metrics", "GET");
+  }
+}
+
 void HttpApi::add_routes() {
   httplib::Server& s = *server_;
   const Service& service = service_;
@@ -298,6 +318,7 @@ void HttpApi::add_routes() {
     const Trace trace = read_uploaded_trace(service, req, query);
     res.set_content(service.report(trace, request), "text/html; charset=utf-8");
   }));
+  add_fleet_routes();
   for (const char* path : {"/v1/detect", "/v1/predict", "/v1/report"}) method_not_allowed(s, path, "POST");
   for (const char* path : {"/", "/healthz", "/v1/gpus", "/v1/model"}) method_not_allowed(s, path, "GET");
 

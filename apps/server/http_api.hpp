@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
@@ -30,6 +31,11 @@ struct ServeOptions {
   bool insecure = false;  // allow a non-loopback --listen without a token
   // One line per request (method, path, status, bytes, ms); empty: no log.
   std::function<void(const std::string&)> log;
+  // GET /v1/fleet: the fleet watcher's JSON (watch --listen, serve --prometheus); empty: 404.
+  std::function<std::string()> fleet_json;
+  // GET /metrics: the exposition text of every section, in order (the watcher's gauges, ...);
+  // none: 404. A new producer of serve's metrics is one more section.
+  std::vector<std::function<std::string()>> metrics;
 };
 
 // HTTP status for a library error code (400 bad request, 404 unknown GPU, 422 malformed trace...).
@@ -53,6 +59,7 @@ class HttpApi {
 
  private:
   void add_routes();
+  void add_fleet_routes();
   const Service& service_;
   ServeOptions options_;
   std::unique_ptr<httplib::Server> server_;  // routes only: the front owns the sockets
