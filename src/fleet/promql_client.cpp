@@ -93,7 +93,9 @@ std::vector<Labels> PromClient::series(const std::string& match, double start, d
 
 std::vector<PrometheusSeries> PromClient::samples(const std::string& selector, double end, double window_s) {
   // Whole milliseconds, as Prometheus stores time; "123456ms" is a valid PromQL duration.
-  const auto window_ms = static_cast<long long>(std::max(1.0, std::round(window_s * 1000)));
+  // Prometheus 2 selects [t - W, t], both ends in: one millisecond less makes the windows of
+  // consecutive reads tile (end - W, end] without reading a border sample twice.
+  const auto window_ms = std::max(1LL, static_cast<long long>(std::llround(window_s * 1000)) - 1);
   const std::string body = post("/api/v1/query", {{"query", fmt::format("{}[{}ms]", selector, window_ms)},
                                                   {"time", fmt::format("{:.3f}", end)}});
   return parse_query_range_response(body, display_url_ + "/api/v1/query");
