@@ -170,7 +170,11 @@ struct Watcher::Impl {
   static std::string format_time(double unix_s) { return fmt::format("{:.0f}", unix_s); }
 
   void analyse_jobs(PassStats& stats) {
-    for (auto& [uuid, g] : gpus) {
+    for (auto& [uuid, g] : gpus) analyse_gpu(g, stats);
+  }
+
+  void analyse_gpu(GpuState& g, PassStats& stats) {
+    {
       if (!g.catalog_checked) {
         g.catalog_id = g.model_name.empty() ? std::nullopt : service.catalog_id(g.model_name);
         g.catalog_checked = true;
@@ -246,6 +250,9 @@ PassStats Watcher::pass(const std::function<void(std::size_t, std::size_t)>& pro
       const std::vector<GpuState*> group(list.begin() + static_cast<std::ptrdiff_t>(i),
                                          list.begin() + static_cast<std::ptrdiff_t>(std::min(list.size(), i + m.request.gpus_per_query)));
       stop = !m.read_group(group, end, stats, consecutive_failures);
+      // Analysed now, not at the end of the pass: an ended job's rows are freed once analysed,
+      // so a first pass over a day of history never holds all of it.
+      for (GpuState* g : group) m.analyse_gpu(*g, stats);
       done += group.size();
       if (progress) progress(done, m.gpus.size());
     }
