@@ -1,5 +1,6 @@
 // The pass loop: discovery, incremental reads in batched queries, job split, analysis.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -221,6 +222,13 @@ struct Watcher::Impl {
 Watcher::Watcher(const Service& service, WatchRequest request, std::function<double()> clock,
                  std::function<void(const std::string&)> log) {
   request.validate();
+  // Unknown targets fail now, not as a reason on every job.
+  for (std::string& target : request.gpus) {
+    const auto id = service.catalog_id(target);
+    if (!id)
+      throw FieldError("gpus", fmt::format("'{}' is not in the GPU catalog ({})", target, fmt::join(service.gpu_ids(), ", ")));
+    target = *id;
+  }
   impl_ = std::make_unique<Impl>(service, std::move(request), std::move(clock), std::move(log));
   impl_->snap.source = impl_->client.display_url();
   impl_->snap.shard = impl_->request.shard;

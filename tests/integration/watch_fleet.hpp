@@ -1,5 +1,5 @@
 // A small generated fleet in a real Prometheus (backfilled with promtool) for watch's tests:
-// 5 GPUs over 2 h at a 15 s scrape, with the cases watch must tell apart (see make_small_fleet).
+// 6 GPUs over 2 h at a 15 s scrape, with the cases watch must tell apart (see make_small_fleet).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -49,10 +49,11 @@ inline std::map<std::string, std::string> pod(const std::string& name) {
 // n2/0: a job without an epoch signature (no boundary event): must not be given a period.
 // n2/1: bare metal (no pod labels): a job (600 s), 15 min idle, another (360 s).
 // n3/0: pod train-e (480 s) whose series vanish for 4 min mid-run: still one job.
+// n3/1: pod train-f (300 s) still running at the end.
 inline std::vector<FleetGpuSpec> make_small_fleet() {
-  std::vector<FleetGpuSpec> gpus(5);
-  const char* hosts[] = {"n1", "n1", "n2", "n2", "n3"};
-  const char* index[] = {"0", "1", "0", "1", "0"};
+  std::vector<FleetGpuSpec> gpus(6);
+  const char* hosts[] = {"n1", "n1", "n2", "n2", "n3", "n3"};
+  const char* index[] = {"0", "1", "0", "1", "0", "1"};
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     gpus[i].uuid = "GPU-" + std::to_string(1000 + i) + "-aaaa-bbbb";
     gpus[i].hostname = hosts[i];
@@ -64,6 +65,7 @@ inline std::vector<FleetGpuSpec> make_small_fleet() {
   gpus[3].jobs = {job({}, 120, 600, 5, 14), job({}, 4100, 360, 7, 15)};
   gpus[4].jobs = {job(pod("train-e"), 600, 480, 10, 16)};
   gpus[4].silent = {{3000, 3240}};
+  gpus[5].jobs = {job(pod("train-f"), 3600, 300, 14, 17)};
   return gpus;
 }
 

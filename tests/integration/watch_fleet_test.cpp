@@ -61,7 +61,7 @@ TEST_F(WatchFleet, DiscoversEveryGpuAndSplitsJobs) {
   const fleet::PassStats stats = w->pass();
   EXPECT_TRUE(stats.ok);
   const fleet::FleetSnapshot s = w->snapshot();
-  ASSERT_EQ(s.gpus.size(), 5u) << fleet::fleet_json(s, 1);
+  ASSERT_EQ(s.gpus.size(), 6u) << fleet::fleet_json(s, 1);
   const auto& specs = fleet_->gpus();
   const fleet::GpuView* a = gpu(s, specs[0].uuid);
   ASSERT_NE(a, nullptr);
@@ -78,6 +78,10 @@ TEST_F(WatchFleet, DiscoversEveryGpuAndSplitsJobs) {
   EXPECT_TRUE(d->jobs[0].labels.empty());
   EXPECT_EQ(d->catalog_id.value_or(""), "a100-80gb");
   EXPECT_EQ(gpu(s, specs[4].uuid)->jobs.size(), 1u) << "4 min without samples is not a new job";
+  const fleet::GpuView* f = gpu(s, specs[5].uuid);
+  ASSERT_EQ(f->jobs.size(), 1u);
+  EXPECT_TRUE(f->busy);
+  EXPECT_FALSE(f->jobs[0].end_unix_s.has_value()) << "still running";
   // Every job starts within a scrape or two of its truth (its warm-up is busy).
   for (const FleetJobTruth& t : fleet_->truth()) {
     const fleet::GpuView* g = gpu(s, t.uuid);
@@ -127,7 +131,7 @@ TEST_F(WatchFleet, IncrementalPassesReadEachSampleOnceAndAgreeWithOnePass) {
   }
   // Each pass asks for (last pass, now] only: the samples add up to one pass's, none twice.
   EXPECT_EQ(samples, one.samples);
-  // An incremental pass: one discovery and one read of the 5 GPUs.
+  // An incremental pass: one discovery and one read of the 6 GPUs.
   EXPECT_LE(max_queries, 2u);
   const fleet::FleetSnapshot got = live->snapshot();
   ASSERT_EQ(got.gpus.size(), expected.gpus.size());
