@@ -15,10 +15,11 @@
 namespace epochcast::fleet {
 
 // Below this utilisation a sample is idle: dcgm-exporter reports 0-2 % on an idle GPU, and a
-// training step keeps it far above (tests/integration/watch_fleet_test.cpp, IdleGpuHasNoJob).
+// training step keeps it far above (WatchFleet.DiscoversEveryGpuAndSplitsJobs: the idle GPU has no job).
 inline constexpr double kIdleUtilPct = 5;
 // An idle (or silent) stretch this long ends the job: longer than an evaluation or checkpoint
-// pause of the bundled traces' shapes at fleet scale (watch_fleet_test.cpp, IdleGapSplitsJob).
+// pause, shorter than a pod's rescheduling (JobSplit.LabelChangeIdleGapAndSilence; in
+// WatchFleet.DiscoversEveryGpuAndSplitsJobs 15 min idle splits, 4 min without samples does not).
 inline constexpr double kIdleGapS = 600;
 // A job's trace keeps its newest rows up to this (a day at 1 s): bounded memory per job.
 inline constexpr std::size_t kMaxJobRows = 86400;
