@@ -150,20 +150,29 @@ void start_prometheus(Prometheus& p, const fs::path& dir) {
     if (std::regex_search(text, m, port_re) && text.find("Server is ready") != std::string::npos) p.port = std::stoi(m[1]);
   }
   if (p.port == 0) throw std::runtime_error("prometheus did not become ready; see " + log);
-  // The backfilled blocks overlap (one promtool run per 50 GPUs); Prometheus merges them in the
-  // background from its start. The passes are timed once the block count has settled.
-  auto blocks = [&] {
-    std::size_t n = 0;
-    for (const auto& e : fs::directory_iterator(dir / "tsdb")) n += fs::exists(e.path() / "meta.json") ? 1 : 0;
-    return n;
+  // The backfilled blocks overlap (one promtool run per 50 GPUs); Prometheus merges them in its
+  // compaction cycle (once a minute from its start). The passes are timed once no two blocks
+  // share a time range.
+  auto overlapping = [&] {
+    std::vector<std::pair<long long, long long>> ranges;
+    for (const auto& e : fs::directory_iterator(dir / "tsdb")) {
+      std::ifstream meta(e.path() / "meta.json");
+      if (!meta) continue;
+      try {
+        const auto j = nlohmann::json::parse(meta);
+        ranges.emplace_back(j.at("minTime").get<long long>(), j.at("maxTime").get<long long>());
+      } catch (const std::exception&) {
+        return true;  // being written
+      }
+    }
+    std::sort(ranges.begin(), ranges.end());
+    for (std::size_t i = 1; i < ranges.size(); ++i)
+      if (ranges[i].first < ranges[i - 1].second) return true;
+    return false;
   };
-  std::size_t last = blocks(), stable = 0;
-  for (int i = 0; i < 3600 && stable < 30; ++i) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    const std::size_t n = blocks();
-    stable = n == last ? stable + 1 : 0;
-    last = n;
-  }
+  std::size_t last = 0;
+  for (int i = 0; i < 3600 && overlapping(); ++i) std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (const auto& e : fs::directory_iterator(dir / "tsdb")) last += fs::exists(e.path() / "meta.json") ? 1 : 0;
   std::cerr << fmt::format("prometheus ready on port {} with {} blocks\n", p.port, last);
 }
 
