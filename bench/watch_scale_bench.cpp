@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -317,6 +318,8 @@ int main(int argc, char** argv) {
   std::map<std::string, const fleet::GpuView*> by_uuid;
   for (const auto& g : snap.gpus) by_uuid[g.uuid] = &g;
   std::size_t sig = 0, hit = 0, wrong = 0, abstained = 0, unmatched = 0, nosig = 0, nosig_found = 0;
+  std::map<std::string, int> wrong_kind, wrong_by_samples;
+  std::vector<double> wrong_confidence;
   for (const FleetJobTruth& t : truth) {
     if (t.start_unix_s > clock - kPassStepS) continue;  // after the last pass
     const fleet::JobView* job = nullptr;
@@ -332,7 +335,29 @@ int main(int argc, char** argv) {
     if (!job) ++unmatched;
     else if (!job->found) ++abstained;
     else if (std::abs(job->epoch_s - t.period_s) <= kTolerance * t.period_s) ++hit;
-    else ++wrong;
+    else {
+      ++wrong;
+      // What the wrong ones are: a multiple or a fraction of the period, or other; and how many
+      // samples an epoch the truth had.
+      const double r = job->epoch_s / t.period_s;
+      const char* kind = "other";
+      for (const auto& [k, name] : {std::pair{2.0, "x2"}, {3.0, "x3"}, {0.5, "x1/2"}, {1.0 / 3, "x1/3"}, {1.5, "x3/2"}, {2.0 / 3, "x2/3"}})
+        if (std::abs(r - k) <= kTolerance * k) kind = name;
+      ++wrong_kind[kind];
+      const double samples_per_epoch = t.period_s / (job->samples > 0 ? (t.end_unix_s - t.start_unix_s) / static_cast<double>(job->samples) : 1);
+      ++wrong_by_samples[samples_per_epoch < 16 ? "< 16 samples/epoch" : samples_per_epoch < 32 ? "16-32" : ">= 32"];
+      wrong_confidence.push_back(job->confidence);
+    }
+  }
+  if (wrong > 0) {
+    std::sort(wrong_confidence.begin(), wrong_confidence.end());
+    fmt::print("confidently wrong, detected/true: ");
+    for (const auto& [k, n] : wrong_kind) fmt::print("{} {}  ", k, n);
+    fmt::print("\nconfidently wrong by samples per epoch: ");
+    for (const auto& [k, n] : wrong_by_samples) fmt::print("{}: {}  ", k, n);
+    fmt::print("\nconfidently wrong, median confidence {:.2f}\n", wrong_confidence[wrong_confidence.size() / 2]);
+    result["confidently_wrong_kinds"] = wrong_kind;
+    result["confidently_wrong_by_samples_per_epoch"] = wrong_by_samples;
   }
   fmt::print("\njobs with a signature: {}; found within 5 %: {} ({:.1f} %); confidently wrong: {} ({:.1f} %); "
              "abstained: {}; not matched: {}\njobs without a signature: {}; given a period: {}\n",
