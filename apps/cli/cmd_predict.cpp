@@ -11,7 +11,7 @@
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
-#include "epochcast/store/job_store.hpp"
+#include "epochcast/service/jobs.hpp"  // default_store_path
 #include "trace_input.hpp"
 
 namespace epochcast::cli {

@@ -155,6 +155,11 @@ PredictRequest predict_request(const Query& query) {
   if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
   if (const auto confidence = query.number("min_confidence", 0, 1)) r.min_detection_confidence = *confidence;
   if (const auto job = query.text("job")) r.job_key = *job;  // recorded with serve --store (docs/store.md)
+  if (const auto from = query.text("epochs_from")) {  // as predict --epochs-from
+    if (*from != "detect" && *from != "markers")
+      throw FieldError("epochs_from", fmt::format("'{}' is not one of detect, markers", *from));
+    r.epochs_from_markers = *from == "markers";
+  }
   return r;
 }
 
@@ -305,7 +310,7 @@ void HttpApi::add_routes() {
   }));
   const std::vector<std::string_view> predict_params = {
       "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence",
-      "job", "precision"};
+      "job", "precision", "epochs_from"};
   s.Post("/v1/predict", guarded([&service, predict_params](const Request& req, Response& res) {
     const Query query(req, predict_params);
     const PredictRequest request = predict_request(query);

@@ -154,6 +154,24 @@ TEST_F(ServeCli, PredictAnswersAsTheCliDoes) {
   EXPECT_EQ(served["source"]["trace"], "vgg16_224_bs32_fp32.smi.csv");  // the part's file name
 }
 
+// A tracker export's own epoch markers are the epoch time when the request asks for them.
+TEST_F(ServeCli, PredictFromEpochMarkersAnswersAsTheCliDoes) {
+  const std::string trace = std::string(EPOCHCAST_TEST_DATA) + "/formats/wandb_system.csv";
+  const auto res = post("/v1/predict?epochs_from=markers&source_gpu=a100-80gb&gpus=t4", testing::read_file(trace));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const auto served = parse(res->body);
+  const auto cli = cli_json({"predict", trace, "--epochs-from", "markers", "--source-gpu", "a100-80gb", "--gpus", "t4", "--json"});
+  EXPECT_EQ(served["source"]["epoch_time_from"], "markers") << res->body;
+  EXPECT_EQ(served["predictions"], cli["predictions"]);
+  // Without it the markers are only mentioned; a word that is neither choice is refused by name.
+  const auto detected = parse(post("/v1/predict?source_gpu=a100-80gb&gpus=t4", testing::read_file(trace))->body);
+  EXPECT_NE(detected["source"]["epoch_time_from"], "markers") << detected.dump();
+  const auto e = error_of(post("/v1/predict?epochs_from=marks&source_gpu=a100-80gb", testing::read_file(trace)), 400);
+  EXPECT_NE(e["message"].get<std::string>().find("'epochs_from': 'marks' is not one of detect, markers"), std::string::npos)
+      << e.dump();
+}
+
 TEST_F(ServeCli, ReportIsTheHtmlPage) {
   const auto res = post("/v1/report?epochs=3", testing::read_file(h200("resnet50_224_bs256_bf16.smi.csv")));
   ASSERT_TRUE(res);
