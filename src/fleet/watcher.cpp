@@ -10,6 +10,7 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/fleet/watch.hpp"
+#include "epochcast/trace/read.hpp"
 #include "gpu_samples.hpp"
 #include "job_analysis.hpp"
 #include "job_split.hpp"
@@ -168,7 +169,7 @@ struct Watcher::Impl {
     return true;
   }
 
-  static std::string format_time(double unix_s) { return fmt::format("{:.0f}", unix_s); }
+  static std::string format_time(double unix_s) { return format_iso8601_utc(unix_s); }
 
   void analyse_jobs(PassStats& stats) {
     for (auto& [uuid, g] : gpus) analyse_gpu(g, stats);
