@@ -113,10 +113,14 @@ TEST_F(WatchCli, ListenServesFleetAndMetricsPromtoolAccepts) {
   EXPECT_NEAR(std::stod(m[1]), (*running)["jobs"].back()["epoch_s"].get<double>(), 0.01);
   EXPECT_NE(metrics->body.find("# TYPE epochcast_watch_errors_total counter"), std::string::npos);
   EXPECT_NE(metrics->body.find("epochcast_predicted_epoch_bound_seconds{"), std::string::npos);
-  // The rest of serve's API is there too.
+  // The rest of serve's API is there too, and the fleet page that renders /v1/fleet.
   auto gpus = client.Get("/v1/gpus");
   ASSERT_TRUE(gpus);
   EXPECT_EQ(gpus->status, 200);
+  auto page = client.Get("/fleet");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
   watch.signal(SIGTERM);
   EXPECT_EQ(watch.wait(30), 0) << watch.err();
 }
