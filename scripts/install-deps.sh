@@ -10,6 +10,7 @@ packages=(
   # libraries (only Debian packages; nothing is downloaded at build or run time)
   libxgboost-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
   libsqlite3-dev  # the job store (src/store)
+  prometheus-cpp-dev  # watch's /metrics text (src/fleet, prometheus-cpp-core's serializer)
 )
 if [ "${1:-all}" != build ]; then
   packages+=(

@@ -15,7 +15,9 @@
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
+#include "fleet_options.hpp"
 #include "http_api.hpp"
+#include "store_metrics.hpp"
 
 namespace epochcast::cli {
 
@@ -35,6 +37,7 @@ struct ServeArgs {
   bool insecure = false;
   bool quiet = false;
   bool json = false;
+  FleetArgs fleet;  // --prometheus URL: host a fleet watcher (docs/watch.md)
 };
 
 int g_wake[2] = {-1, -1};
@@ -79,7 +82,29 @@ void run_serve(const ServeArgs& a) {
   } else if (a.refit_every_s > 0 || !a.refit_model.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "--refit-every and --refit-model need --store (the refit learns from it)");
   }
+  // serve --prometheus: the watcher's passes on a thread of their own, its JSON and gauges on
+  // GET /v1/fleet and /metrics (created before the server, stopped after it).
+  std::unique_ptr<fleet::Watcher> watcher;
+  if (!a.fleet.url.empty()) {
+    const fleet::WatchRequest request = to_watch_request(a.fleet);
+    watcher = std::make_unique<fleet::Watcher>(service, request, nullptr, [log_mutex](const std::string& line) {
+      std::lock_guard lock(*log_mutex);
+      std::cerr << "epochcast watch: " << line << "\n";
+    });
+    options.fleet_json = [w = watcher.get()] { return fleet::fleet_json(w->snapshot()); };
+    options.metrics.push_back([w = watcher.get()] { return fleet::fleet_metrics_text(w->snapshot()); });
+  }
+  // The job store's running prediction error per GPU pair (store_metrics.hpp): one more section.
+  options.metrics.push_back([&service] { return server::prediction_error_exposition(service.prediction_errors()); });
   server::HttpApi api(service, options);
+  std::unique_ptr<FleetLoop> fleet_loop;
+  if (watcher)
+    fleet_loop = std::make_unique<FleetLoop>(*watcher, to_watch_request(a.fleet).every_s,
+                                             [quiet = a.quiet, log_mutex, w = watcher.get()](const fleet::PassStats&) {
+                                               if (quiet) return;
+                                               std::lock_guard lock(*log_mutex);
+                                               std::cerr << "epochcast watch: " << pass_line(w->snapshot()) << "\n";
+                                             });
   const std::string model = a.model.empty() ? "default (bundled dataset)" : a.model;
   if (a.json) {
     std::cout << dump_json({{"serving", api.url()}, {"port", api.port()}, {"model", model}}) << std::endl;
@@ -113,6 +138,7 @@ void run_serve(const ServeArgs& a) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   loop.join();
+  if (fleet_loop) fleet_loop->stop();
   if (g_stop_signal == 0) throw Error(ErrorCode::kIo, fmt::format("the server at {} stopped listening", api.url()));
   if (!a.quiet) std::cerr << "epochcast: stopped\n";
 }
@@ -145,6 +171,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--insecure", args->insecure, "allow a non-loopback --listen without --token");
   cmd->add_flag("--quiet,-q", args->quiet, "no start-up notes and no request log on stderr");
   cmd->add_flag("--json", args->json, "print one JSON line {serving, port, model} on stdout once listening");
+  add_fleet_options(*cmd, args->fleet, false);
   cmd->callback([args] { run_serve(*args); });
 }
 

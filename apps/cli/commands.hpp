@@ -62,5 +62,6 @@ void run_public_eval(const std::string& catalog_path, bool json);
 void add_collect_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_jobs_command(CLI::App& app);
+void add_watch_command(CLI::App& app);
 
 }  // namespace epochcast::cli

@@ -68,6 +68,9 @@ std::string flag_for_field(std::string_view field) {
       {"max_period_s", "--max-period"},  {"data_path", "--data"},
       {"catalog_path", "--catalog"},     {"test_path", "--test"},
       {"job_key", "--job"},              {"store_path", "--store"},
+      {"every_s", "--every"},            {"lookback_s", "--lookback"},
+      {"settle_s", "--settle"},          {"timeout_s", "--timeout"},
+      {"url", "--prometheus"},
   };
   for (const auto& [name, flag] : kFlags)
     if (name == field) return std::string(flag);
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
   epochcast::cli::add_collect_command(app);
   epochcast::cli::add_serve_command(app);
   epochcast::cli::add_jobs_command(app);
+  epochcast::cli::add_watch_command(app);
   epochcast::cli::add_completion_command(app);
 
   // A bare call is a request for help, not a mistake.

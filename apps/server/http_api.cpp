@@ -270,6 +270,27 @@ void HttpApi::run() { front_->run(); }
 
 void HttpApi::stop() { front_->stop(); }
 
+// The fleet watcher's routes (docs/watch.md), present when serve hosts one.
+void HttpApi::add_fleet_routes() {
+  httplib::Server& s = *server_;
+  if (options_.fleet_json) {
+    s.Get("/v1/fleet", guarded([fleet = options_.fleet_json](const Request& req, Response& res) {
+      static_cast<void>(Query(req, {}));
+      res.set_content(fleet(), "application/json");
+    }));
+    method_not_allowed(s, "/v1/fleet", "GET");
+  }
+  if (!options_.metrics.empty()) {
+    s.Get("/metrics", guarded([sections = options_.metrics](const Request& req, Response& res) {
+      static_cast<void>(Query(req, {}));  // takes no parameters: a typo is a 400
+      std::string text;
+      for (const auto& section : sections) text += section();
+      res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+    }));
+    method_not_allowed(s, "/metrics", "GET");
+  }
+}
+
 void HttpApi::add_routes() {
   httplib::Server& s = *server_;
   const Service& service = service_;
@@ -324,11 +345,6 @@ void HttpApi::add_routes() {
     }
     send_json(res, 200, {{"refit", server::to_json(*result)}});
   }));
-  // The job store's running prediction error per GPU pair (store_metrics.hpp).
-  s.Get("/metrics", guarded([&service](const Request& req, Response& res) {
-    static_cast<void>(Query(req, {}));
-    res.set_content(prediction_error_exposition(service.prediction_errors()), "text/plain; version=0.0.4");
-  }));
 
   s.Post("/v1/detect", guarded([&service](const Request& req, Response& res) {
     const Query query(req, {"name", "format", "gpu", "lenient", "interval_s", "min_confidence", "min_epochs"});
@@ -353,9 +369,10 @@ void HttpApi::add_routes() {
     const Trace trace = read_uploaded_trace(service, req, query);
     res.set_content(service.report(trace, request), "text/html; charset=utf-8");
   }));
+  add_fleet_routes();
   for (const char* path : {"/v1/detect", "/v1/predict", "/v1/report", "/v1/model/refit"})
     method_not_allowed(s, path, "POST");
-  for (const char* path : {"/", "/v1", "/fleet", "/healthz", "/v1/gpus", "/v1/model", "/metrics"})
+  for (const char* path : {"/", "/v1", "/fleet", "/healthz", "/v1/gpus", "/v1/model"})
     method_not_allowed(s, path, "GET");
 
   // What httplib answers itself (no route, upload over the limit, a malformed request) gets

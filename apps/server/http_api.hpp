@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
@@ -34,6 +35,11 @@ struct ServeOptions {
   std::function<void(const std::string&)> log;
   // serve --store: POST /v1/model/refit and the background schedule (refit_schedule.hpp).
   std::optional<RefitOptions> refit;
+  // GET /v1/fleet: the fleet watcher's JSON (watch --listen, serve --prometheus); empty: 404.
+  std::function<std::string()> fleet_json;
+  // GET /metrics: the exposition text of every section, in order (the watcher's gauges, ...);
+  // none: 404. A new producer of serve's metrics is one more section.
+  std::vector<std::function<std::string()>> metrics;
 };
 
 // HTTP status for a library error code (400 bad request, 404 unknown GPU, 422 malformed trace...).
@@ -57,6 +63,7 @@ class HttpApi {
 
  private:
   void add_routes();
+  void add_fleet_routes();
   const Service& service_;
   ServeOptions options_;
   std::unique_ptr<RefitSchedule> refit_;      // with a store

@@ -135,6 +135,13 @@ std::vector<std::string> Service::gpu_ids() const {
   return ids;
 }
 
+std::optional<std::string> Service::catalog_id(std::string_view name) const {
+  impl_->load();
+  if (const GpuSpec* spec = impl_->catalog.find(name)) return spec->id;
+  if (auto spec = impl_->catalog.match_smi_name(name)) return spec->id;
+  return std::nullopt;
+}
+
 ModelValidation Service::validation() const {
   impl_->load();
   return impl_->current()->validation;

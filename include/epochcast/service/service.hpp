@@ -173,6 +173,10 @@ class Service {
 
   // The catalog's GPU ids in catalog order.
   [[nodiscard]] std::vector<std::string> gpu_ids() const;
+  // The catalog id of a catalog id or nvidia-smi name ("NVIDIA H100 80GB HBM3"); none when
+  // the catalog does not know it.
+  [[nodiscard]] std::optional<std::string> catalog_id(std::string_view name) const;
+
   // A copy: a refit replaces the model it belongs to.
   [[nodiscard]] ModelValidation validation() const;
 

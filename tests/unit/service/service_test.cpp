@@ -137,3 +137,11 @@ TEST(Service, FlatTraceGivesNoPredictionAndSaysWhy) {
 
 }  // namespace
 }  // namespace epochcast
+
+TEST(ServiceCatalogId, NvidiaSmiNamesAndIdsMapToTheCatalog) {
+  const epochcast::Service service;
+  EXPECT_EQ(service.catalog_id("NVIDIA H100 80GB HBM3").value_or(""), "h100-sxm");
+  EXPECT_EQ(service.catalog_id("a100-80gb").value_or(""), "a100-80gb");
+  EXPECT_EQ(service.catalog_id("NVIDIA A100-SXM4-80GB").value_or(""), "a100-80gb");
+  EXPECT_FALSE(service.catalog_id("NVIDIA Imaginary 9000").has_value());
+}

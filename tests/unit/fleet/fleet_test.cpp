@@ -1,0 +1,197 @@
+// src/fleet without a server: shards, credentials, the row alignment, the job split rules,
+// the JSON and the metrics text.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "epochcast/fleet/watch.hpp"
+#include "gpu_samples.hpp"
+#include "job_split.hpp"
+
+using namespace epochcast;
+using namespace epochcast::fleet;
+
+namespace {
+
+TEST(Shard, ParsesAndRefuses) {
+  const Shard s = parse_shard("2/3");
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 3);
+  for (const char* bad : {"0/2", "3/2", "1/0", "a/b", "1/", "/2", "1-2", "", "1/5000"})
+    EXPECT_THROW(static_cast<void>(parse_shard(bad)), FieldError) << bad;
+}
+
+TEST(Shard, HashIsFnv1aAndShardsPartition) {
+  EXPECT_EQ(stable_hash(""), 14695981039346656037ULL);
+  EXPECT_EQ(stable_hash("a"), 0xaf63dc4c8601ec8cULL);  // FNV-1a 64 test vector
+  std::size_t counts[4] = {};
+  for (int i = 0; i < 4000; ++i) {
+    const std::string uuid = "GPU-" + std::to_string(i);
+    int owners = 0;
+    for (int k = 1; k <= 4; ++k)
+      if (in_shard(uuid, {k, 4})) {
+        ++owners;
+        ++counts[k - 1];
+      }
+    EXPECT_EQ(owners, 1) << uuid;
+  }
+  for (std::size_t c : counts) EXPECT_NEAR(static_cast<double>(c), 1000, 150);
+}
+
+TEST(Url, CredentialsAreStripped) {
+  EXPECT_EQ(strip_credentials("http://u:p@host:9090/prom"), "http://host:9090/prom");
+  EXPECT_EQ(strip_credentials("https://host:9090"), "https://host:9090");
+  EXPECT_EQ(strip_credentials("http://host/a@b"), "http://host/a@b");
+}
+
+TEST(WatchRequest, FieldsAreChecked) {
+  WatchRequest r;
+  r.url = "http://x:1";
+  EXPECT_NO_THROW(r.validate());
+  auto field_of = [](WatchRequest w) {
+    try {
+      w.validate();
+    } catch (const FieldError& e) {
+      return e.field();
+    }
+    return std::string();
+  };
+  WatchRequest bad = r;
+  bad.url = "x:1";
+  EXPECT_EQ(field_of(bad), "url");
+  bad = r;
+  bad.every_s = 0;
+  EXPECT_EQ(field_of(bad), "every_s");
+  bad = r;
+  bad.selector = "}";
+  EXPECT_EQ(field_of(bad), "selector");
+  EXPECT_THROW(static_cast<void>(parse_duration_s("soon", "every_s")), FieldError);
+  EXPECT_DOUBLE_EQ(parse_duration_s("5m", "every_s"), 300);
+}
+
+PrometheusSeries series(const std::string& name, const std::string& uuid, Labels extra,
+                        std::vector<std::pair<double, double>> points) {
+  PrometheusSeries s;
+  s.labels = {{"__name__", name}, {"UUID", uuid}, {"Hostname", "h"}, {"gpu", "0"}, {"modelName", "NVIDIA L4"}};
+  for (auto& [k, v] : extra) s.labels[k] = v;
+  s.points = std::move(points);
+  return s;
+}
+
+TEST(GpuRows, SkewedSeriesShareTheUtilisationRows) {
+  std::vector<PrometheusSeries> all = {
+      series("DCGM_FI_DEV_GPU_UTIL", "G", {}, {{100, 90}, {115, 91}, {130, 92}}),
+      // 4 s late (another exporter's clock): still on the same rows; one 9 s off is dropped.
+      series("DCGM_FI_DEV_POWER_USAGE", "G", {}, {{104, 300}, {119, 301}, {139, 302}}),
+      series("NOT_A_TABLE_METRIC", "G", {}, {{100, 1}}),
+  };
+  std::map<std::string, GpuRows> rows;
+  std::size_t unmatched = 0;
+  collect_rows(all, rows, unmatched);
+  ASSERT_EQ(rows.size(), 1u);
+  const GpuRows& r = rows.at("G");
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r.values.at(Metric::kPower)[0], 300);
+  EXPECT_EQ(r.values.at(Metric::kPower)[1], 301);
+  EXPECT_TRUE(std::isnan(r.values.at(Metric::kPower)[2]));
+  EXPECT_EQ(r.dropped, 1u);
+  EXPECT_EQ(r.model_name, "NVIDIA L4");
+}
+
+TEST(GpuRows, ExportedPodLabelsNameTheJob) {
+  const Labels l = job_labels({{"pod", "dcgm-exporter-x"}, {"exported_pod", "train"}, {"namespace", "gpu"},
+                               {"exported_namespace", "ml"}, {"UUID", "G"}});
+  EXPECT_EQ(l.at("pod"), "train");
+  EXPECT_EQ(l.at("namespace"), "ml");
+  EXPECT_FALSE(l.contains("UUID"));
+}
+
+// Rows every 15 s from `from` s: utilisation `util` and the pod label `pod` ("" for none).
+void add_rows(GpuRows& r, double from, int n, double util, const std::string& pod) {
+  const Labels l = pod.empty() ? Labels{} : Labels{{"pod", pod}};
+  auto it = std::find(r.label_sets.begin(), r.label_sets.end(), l);
+  const auto set = static_cast<std::uint32_t>(it - r.label_sets.begin());
+  if (it == r.label_sets.end()) r.label_sets.push_back(l);
+  for (int i = 0; i < n; ++i) {
+    r.ms.push_back(static_cast<std::int64_t>((from + 15.0 * i) * 1000));
+    r.label_set.push_back(set);
+    r.values[Metric::kGpuUtil].push_back(util);
+  }
+}
+
+TEST(JobSplit, LabelChangeIdleGapAndSilence) {
+  GpuRows r;
+  r.model_name = "NVIDIA L4";
+  add_rows(r, 0, 40, 95, "a");                   // job a
+  add_rows(r, 600, 40, 95, "b");                 // pod b right after: a new job
+  add_rows(r, 1200, 50, 0, "b");                 // 12.5 min idle: b ends
+  add_rows(r, 1950, 20, std::numeric_limits<double>::quiet_NaN(), "b");  // unknown: no job starts
+  add_rows(r, 2250, 20, 95, "b");                // busy again: a new job, same labels
+  GpuTimeline t("G", "src");
+  EXPECT_EQ(t.add(r), r.size());
+  EXPECT_EQ(t.add(r), 0u) << "rows already taken are not taken again";
+  ASSERT_EQ(t.jobs().size(), 3u);
+  EXPECT_EQ(t.jobs()[0].view.labels.at("pod"), "a");
+  EXPECT_EQ(t.jobs()[0].view.samples, 40u);
+  EXPECT_TRUE(t.jobs()[1].ended);
+  EXPECT_EQ(t.jobs()[1].view.samples, 40u) << "the idle tail is not the job's";
+  EXPECT_DOUBLE_EQ(*t.jobs()[1].view.end_unix_s, 600 + 15 * 39);
+  EXPECT_FALSE(t.jobs()[2].ended);
+  EXPECT_TRUE(t.busy());
+  // Nothing for kIdleGapS after its last row: the running job ends.
+  t.close_if_silent(static_cast<std::int64_t>((2250 + 15 * 19 + kIdleGapS) * 1000));
+  EXPECT_TRUE(t.jobs()[2].ended);
+  EXPECT_FALSE(t.busy());
+  t.forget_ended_before(static_cast<std::int64_t>(1300 * 1000));
+  EXPECT_EQ(t.jobs().size(), 1u);
+}
+
+TEST(JobSplit, AJobKeepsAtMostItsNewestRows) {
+  GpuRows r;
+  add_rows(r, 0, static_cast<int>(kMaxJobRows + kMaxJobRows / 10 + 5), 95, "a");
+  GpuTimeline t("G", "src");
+  t.add(r);
+  ASSERT_EQ(t.jobs().size(), 1u);
+  const Trace& tr = t.jobs()[0].trace;
+  EXPECT_LE(tr.size(), kMaxJobRows + kMaxJobRows / 10);
+  EXPECT_EQ(tr.time_s.front(), 0);
+  EXPECT_DOUBLE_EQ(tr.start_unix_s + tr.time_s.back(), 15.0 * static_cast<double>(r.size() - 1));
+  EXPECT_DOUBLE_EQ(t.jobs()[0].view.start_unix_s, 0) << "the job's start stays its own";
+}
+
+TEST(FleetText, JsonAndMetricsCarryTheJob) {
+  FleetSnapshot s;
+  s.source = "http://p:9090";
+  s.errors_total = 3;
+  s.last_pass = PassStats{};
+  GpuView g;
+  g.uuid = "GPU-1";
+  g.hostname = "n\"1";
+  g.busy = true;
+  JobView j;
+  j.id = "GPU-1/x";
+  j.analysed = j.found = true;
+  j.epoch_s = 100;
+  j.confidence = 0.8;
+  j.labels = {{"pod", "p"}};
+  j.predictions.push_back({"l4", 300, 250, 400, {{"aws", "g6.xlarge", 0.07}}});
+  g.jobs.push_back(j);
+  s.gpus.push_back(g);
+  const auto doc = nlohmann::json::parse(fleet_json(s));
+  EXPECT_EQ(doc["gpus"][0]["jobs"][0]["predictions"][0]["hi_s"], 400);
+  EXPECT_EQ(doc["gpus"][0]["state"], "busy");
+  EXPECT_TRUE(doc["gpus"][0]["jobs"][0]["end"].is_null());
+  const std::string text = fleet_metrics_text(s);
+  EXPECT_NE(text.find("epochcast_watch_errors_total 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("Hostname=\"n\\\"1\""), std::string::npos) << "label values are escaped: " << text;
+  EXPECT_NE(text.find("bound=\"hi\"} 400"), std::string::npos) << text;
+  EXPECT_NE(text.find("provider=\"aws\",instance=\"g6.xlarge\"} 0.07"), std::string::npos) << text;
+  // An ended job is in the JSON, not in the gauges.
+  s.gpus[0].busy = false;
+  EXPECT_EQ(fleet_metrics_text(s).find("epochcast_epoch_seconds{"), std::string::npos);
+}
+
+}  // namespace
