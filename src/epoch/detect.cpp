@@ -33,15 +33,10 @@ constexpr double kBoundaryLevelMaxLag = 64;               // boundary stage: <= 
 constexpr std::size_t kMaxMatchedBoundaries = 4096;       // beyond this many epochs every k-th is matched
 constexpr double kFoldPeriods = 64;                       // the epoch profile is folded over <= this many periods
 
-// Channels that can carry epoch structure. A reading outside the metric table's physical limits
-// (src/core/metric.cpp: util 250 %, negative power) is treated as missing and counted; the
-// readers do the same, so this only matters for traces built in memory. (The door branch adds
-// a "may carry epochs" flag to the table; once merged, this list becomes that flag.)
-constexpr std::array<Metric, 15> kUsable{{
-    Metric::kGpuUtil, Metric::kMemUtil, Metric::kPower, Metric::kSmClock, Metric::kMemClock,
-    Metric::kMemUsed, Metric::kHostCpuUtil, Metric::kHostMemUsed, Metric::kPcieTx, Metric::kPcieRx,
-    Metric::kGrEngineActive, Metric::kSmActive, Metric::kSmOccupancy, Metric::kTensorActive, Metric::kDramActive,
-}};
+// Channels that can carry epoch structure: the metric table's may_carry_epochs rows, in its
+// (enum) order. A reading outside the table's physical limits (src/core/metric.cpp: util 250 %,
+// negative power) is treated as missing and counted; the readers do the same, so this only
+// matters for traces built in memory.
 
 // Channels that tell busy from idle, in order of preference.
 constexpr std::array<Metric, 4> kActivityChannels{Metric::kGpuUtil, Metric::kPower,
@@ -1785,6 +1780,16 @@ Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, co
     seg.period_samples = e.candidate_period_s / dt;
   }
   seg.confidence = std::min(0.45, 0.5 * kRegionAlpha / H.p_value + 0.2 * agrees);
+  if (e.found && seg.confidence >= options.min_confidence) {
+    // The caller lowered the bar below this confidence on purpose: the other proposers' period,
+    // with the low confidence said (predict flags it and widens its intervals).
+    const double c = seg.confidence;
+    seg = e;
+    seg.confidence = c;
+    seg.reason = fmt::format("{}; no period beats the null ({}), accepted at the lowered bar {:.2f}", e.reason, H.why,
+                             options.min_confidence);
+    return seg;
+  }
   seg.reason = fmt::format("no period beats the null: best {:.1f} epochs of {:.4g} s; {}; {}", H.epochs,
                            period_samples * dt, H.why, others);
   return seg;
@@ -1884,7 +1889,9 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     if (signal::count_outside(u.values, u.lo, u.hi) > 0) repair(u);
     u.unchecked = false;
   };
-  for (const Metric usable : kUsable) {
+  for (const MetricInfo& row : metric_table()) {
+    if (!row.may_carry_epochs) continue;
+    const Metric usable = row.id;
     if (std::find(left_out.begin(), left_out.end(), usable) != left_out.end()) continue;
     const Channel* ch = trace.find(usable);
     if (!ch || ch->values.size() != n_raw) continue;
