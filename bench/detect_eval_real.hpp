@@ -104,11 +104,7 @@ struct Method {
 };
 
 inline std::vector<Method> methods() {
-  return {{"ours", [](const Trace& t) {
-             DetectOptions o;
-             o.null_test = true;
-             return detect_epochs(t, o);
-           }},
+  return {{"ours", [](const Trace& t) { return detect_epochs(t); }},
           {"main (before)", [](const Trace& t) {
              const bool was = detail::set_region_arbitration(false);
              auto s = detect_epochs(t);
@@ -162,7 +158,7 @@ inline int run_eval_real(int seeds, bool verbose) {
   fmt::print("\n");
   std::vector<Tally> total_real(ms.size()), total_syn(ms.size());
   const auto variants = testing::real_variants();
-  std::map<std::string, std::pair<int, int>> alone_counts, agree_counts;  // trace -> (found, right within 5 %)
+  std::map<std::string, std::pair<int, int>> alone_counts, agree_counts, unsig_counts;  // trace -> (found, right within 5 %)
   for (const auto& base : bases) {
     std::vector<Tally> t(ms.size());
     const bool sig = base.truth.validation;
@@ -180,9 +176,10 @@ inline int run_eval_real(int seeds, bool verbose) {
           const Segmentation seg = ms[m].fn(v.trace);
           t[m].add(sig, seg, probe.truth_period_s);
           if (m == 0 && seg.found) {
-            const bool alone = seg.reason.find("confirmed by the whole-region") == std::string::npos;
+            const bool confirmed = seg.reason.find("confirmed by the whole-region") != std::string::npos;
+            const bool unsig = seg.reason.find("search's best hypothesis agrees") != std::string::npos;
             const bool ok = sig && std::abs(seg.period_s - probe.truth_period_s) / probe.truth_period_s <= 0.05;
-            auto& c = alone ? alone_counts[base.name] : agree_counts[base.name];
+            auto& c = confirmed ? agree_counts[base.name] : unsig ? unsig_counts[base.name] : alone_counts[base.name];
             ++c.first;
             c.second += ok;
           }
@@ -210,12 +207,15 @@ inline int run_eval_real(int seeds, bool verbose) {
   // finds on the OTHER traces' variants, by kind (confirmed by the other proposers, or alone).
   fmt::print("ours, reliability without the trace itself (found / right within 5 % on the other traces):\n");
   for (const auto& base : bases) {
-    int an = 0, ar = 0, gn = 0, gr = 0;
+    int an = 0, ar = 0, gn = 0, gr = 0, un = 0, ur = 0;
     for (const auto& [k, c] : alone_counts)
       if (k != base.name) an += c.first, ar += c.second;
+    for (const auto& [k, c] : unsig_counts)
+      if (k != base.name) un += c.first, ur += c.second;
     for (const auto& [k, c] : agree_counts)
       if (k != base.name) gn += c.first, gr += c.second;
-    fmt::print("  without {:<32} confirmed {}/{}  alone {}/{}\n", base.name, gr, gn, ar, an);
+    fmt::print("  without {:<32} confirmed {}/{}  agreeing, not significant {}/{}  other {}/{}\n", base.name, gr, gn,
+               ur, un, ar, an);
   }
   fmt::print("\n");
   for (const auto& c : varied_synthetic()) {
@@ -312,7 +312,6 @@ inline int run_calibrate(int seeds) {
   std::map<int, Bin> bins;  // confidence * 20 (bins of 0.05)
   DetectOptions o;
   o.min_confidence = 0;
-  o.null_test = true;
   auto cases = varied_synthetic();
   for (double jit : {0.02, 0.12})
     for (int epochs : {3, 6, 12}) {

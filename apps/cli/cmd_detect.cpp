@@ -231,9 +231,6 @@ void add_detect_command(CLI::App& app) {
   cmd->add_option("--min-period", args->detect.min_period_s, "shortest period to consider, seconds");
   cmd->add_option("--max-period", args->detect.max_period_s, "longest period to consider, seconds");
   cmd->add_flag("--whole-trace", args->detect.whole_trace, "analyse the whole trace, not only the busy region");
-  cmd->add_flag("--null-test", args->detect.null_test,
-                "report a period only when the whole-region search beats its nulls (fewer confident wrong "
-                "answers, fewer finds; docs/detection.md)");
   cmd->callback([args] { run(*args); });
 }
 

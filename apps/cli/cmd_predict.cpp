@@ -26,7 +26,6 @@ struct PredictCliOptions {
   int epochs = 10;
   double epoch_s = 0;
   double min_confidence = PredictRequest{}.min_detection_confidence;
-  bool null_test = false;
   bool json = false;
   std::string html;
   std::string prices;
@@ -79,7 +78,6 @@ void run_predict(const PredictCliOptions& o) {
   request.epochs = o.epochs;
   request.source_epoch_s = o.epoch_s;
   request.min_detection_confidence = o.min_confidence;
-  request.null_test = o.null_test;
   request.job_key = o.job;
   request.precision = o.precision;
   request.epochs_from_markers = o.epochs_from == "markers";
@@ -141,8 +139,6 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--epochs", opts->epochs, "number of epochs to price")->capture_default_str();
   cmd->add_option("--epoch-s", opts->epoch_s,
                   "the source run's epoch time in seconds, when known (needed if no epochs are detected)");
-  cmd->add_flag("--null-test", opts->null_test,
-                "detect with the null-tested whole-region search (fewer confident wrong periods, fewer finds)");
   cmd->add_option("--min-confidence", opts->min_confidence,
                   "accept a detected period at or above this confidence; lower takes weaker evidence, "
                   "with wider intervals and a warning")

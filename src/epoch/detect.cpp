@@ -33,15 +33,10 @@ constexpr double kBoundaryLevelMaxLag = 64;               // boundary stage: <= 
 constexpr std::size_t kMaxMatchedBoundaries = 4096;       // beyond this many epochs every k-th is matched
 constexpr double kFoldPeriods = 64;                       // the epoch profile is folded over <= this many periods
 
-// Channels that can carry epoch structure. A reading outside the metric table's physical limits
-// (src/core/metric.cpp: util 250 %, negative power) is treated as missing and counted; the
-// readers do the same, so this only matters for traces built in memory. (The door branch adds
-// a "may carry epochs" flag to the table; once merged, this list becomes that flag.)
-constexpr std::array<Metric, 15> kUsable{{
-    Metric::kGpuUtil, Metric::kMemUtil, Metric::kPower, Metric::kSmClock, Metric::kMemClock,
-    Metric::kMemUsed, Metric::kHostCpuUtil, Metric::kHostMemUsed, Metric::kPcieTx, Metric::kPcieRx,
-    Metric::kGrEngineActive, Metric::kSmActive, Metric::kSmOccupancy, Metric::kTensorActive, Metric::kDramActive,
-}};
+// Channels that can carry epoch structure: the metric table's may_carry_epochs rows, in its
+// (enum) order. A reading outside the table's physical limits (src/core/metric.cpp: util 250 %,
+// negative power) is treated as missing and counted; the readers do the same, so this only
+// matters for traces built in memory.
 
 // Channels that tell busy from idle, in order of preference.
 constexpr std::array<Metric, 4> kActivityChannels{Metric::kGpuUtil, Metric::kPower,
@@ -1645,18 +1640,30 @@ constexpr double kRegionBlockAlpha = 0.05;
 // hypothesis' own boundary slack is 15 %; its period fit is good to a few %).
 constexpr double kRegionAgree = 0.05;
 // Confidence of a significant hypothesis: the fraction right within 5 % measured on the varied
-// synthetic set (detect_bench --eval-real --calibrate), with and without the other proposers'
-// agreement. docs/detection.md "Reliability".
+// synthetic set (detect_bench --calibrate), with and without the other proposers' agreement.
+// Alone (85.7 % there, 3 of 4 on the real variants, and most null finds) it is not reported as
+// found: its confidence stays below the 0.5 bar. docs/detection.md "Reliability".
 constexpr double kConfidenceAgree = 0.95;
-constexpr double kConfidenceAlone = 0.85;
-const int kRegionBlockSurrogates = std::getenv("RS_BLOCK") ? std::atoi(std::getenv("RS_BLOCK")) : 19;
+constexpr double kConfidenceAlone = 0.45;
+// Agreement counts only for a hypothesis that beats three quarters of the block-scrambled
+// copies and of the phase surrogates: one that most shuffles of the same dips match is no
+// evidence of its own. Chosen leave-one-trace-out from {0.5, 0.25, 0.1} (detect_bench
+// --null-real / --eval-real, docs/detection.md): 0.5 lets 2.1-2.5 % of the other traces' null
+// copies through in every fold, 0.25 at most 1.3 % and keeps 82 of 83 right real variants.
+// Guarded by null_suite_test and real_variants_test.
+constexpr double kRegionTypicalAlpha = 0.25;
+// Confidence of an agreeing but not significant find: right within 5 % 26/26 on the synthetic
+// calibration (detect_bench --calibrate --seeds 8) and 55/55 on the real variants with each
+// trace left out; below the confirmed class, which beats both nulls outright.
+constexpr double kConfidenceAgreeUnconfirmed = 0.9;
+constexpr int kRegionBlockSurrogates = 19;
 
 std::atomic<bool> g_region_arbitration{true};
 
 Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, const std::vector<Uniform>& uniform,
                                           Region region, std::size_t n, double dt, double min_lag, double max_lag,
                                           const DetectOptions& options) {
-  if (!options.null_test || !g_region_arbitration.load(std::memory_order_relaxed)) return e;
+  if (!g_region_arbitration.load(std::memory_order_relaxed)) return e;
   if (an.metrics.empty() || an.level_len.empty() || !(dt > 0)) return e;
   std::size_t l = 0;
   while (l + 1 < an.levels() && an.level_len[l] > kRegionLevelMax) ++l;
@@ -1706,7 +1713,8 @@ Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, co
   o.idle_after = region.end < n;
   o.surrogates = kRegionSurrogates;
   o.block_surrogates = kRegionBlockSurrogates;
-  o.amplitude_adjust = std::getenv("RS_PLAIN") == nullptr;
+  o.agree_period = e.found ? e.period_s / dt / scale : 0;
+  o.agree_tolerance = kRegionAgree;
   const detail::PeriodHypothesis H = detail::region_search(ch, o);
   const std::string others =
       e.found ? fmt::format("the other proposers: {:.4g} s at {:.2f} ({})", e.period_s, e.confidence, e.reason)
@@ -1726,46 +1734,64 @@ Segmentation arbitrate_with_region_search(Segmentation e, const Analysis& an, co
   const double agree = e.found ? std::abs(e.period_s / dt - period_samples) / period_samples : 1.0;
   seg.period_samples = period_samples;
   seg.candidate_period_s = period_samples * dt;
-  if (H.p_value > kRegionAlpha || (o.block_surrogates > 0 && H.p_block > kRegionBlockAlpha)) {
-    // Not significant: the best guess stays the other proposers' where they have one.
-    if (e.candidate_period_s > 0) {
-      seg.candidate_period_s = e.candidate_period_s;
-      seg.period_samples = e.candidate_period_s / dt;
+  // Three outcomes, one rule each (docs/detection.md "Arbitration"):
+  //   confirmed  the search beats every null and the other proposers found the same period;
+  //   agreeing   it does not, but its own best hypothesis (not steered by the others) lands on
+  //              their period and beats the typical null;
+  //   otherwise  no period: a search result the other proposers do not support, or theirs
+  //              without the search's support, stays a best guess.
+  const bool significant = H.p_value <= kRegionAlpha && H.p_block <= kRegionBlockAlpha;
+  const bool agrees = e.found && agree <= kRegionAgree;
+  const bool typical = H.p_block <= kRegionTypicalAlpha && H.p_phase <= kRegionTypicalAlpha;
+  if (agrees && (significant || typical)) {
+    seg = e;
+    if (significant) {
+      seg.confidence = kConfidenceAgree;
+      seg.reason = fmt::format("{}; confirmed by the {}", e.reason, H.why);
+    } else {
+      // Two estimates of one period from different evidence: their mean.
+      seg.period_s = 0.5 * (e.period_s + period_samples * dt);
+      seg.period_samples = seg.period_s / dt;
+      seg.confidence = kConfidenceAgreeUnconfirmed;
+      seg.reason = fmt::format("{}; the whole-region search's best hypothesis agrees ({:.4g} s; not significant "
+                               "alone: {}); period their mean",
+                               e.reason, period_samples * dt, H.why);
     }
-    seg.confidence = std::min(0.45, 0.5 * kRegionAlpha / H.p_value + 0.2 * (agree <= 0.05));
-    seg.reason = fmt::format("no period beats the null: best {:.1f} epochs of {:.4g} s; {}; {}", H.epochs,
-                             period_samples * dt, H.why, others);
+    if (seg.confidence < options.min_confidence) {
+      seg.found = false;
+      seg.period_s = 0;
+      seg.epochs.clear();
+      seg.candidate_period_s = e.period_s;
+      seg.reason = fmt::format("no reliable period: confidence {:.2f} below {:.2f} ({})", seg.confidence,
+                               options.min_confidence, seg.reason);
+    }
     return seg;
   }
-  // The period's value: the other proposers' (sub-sample template matching over every epoch)
-  // when they found one within kRegionAgree of the hypothesis, else the hypothesis' own fit.
-  const bool agrees = agree <= kRegionAgree;
-  if (agrees) {
-    seg.period_samples = e.period_s / dt;
-    seg.candidate_period_s = e.period_s;
-  }
-  seg.confidence = agrees ? kConfidenceAgree : kConfidenceAlone;
-  if (seg.confidence < options.min_confidence) {
-    seg.reason = fmt::format("no reliable period: confidence {:.2f} below {:.2f} ({}; {})", seg.confidence,
-                             options.min_confidence, H.why, others);
+  if (significant) {
+    seg.confidence = kConfidenceAlone;
+    seg.reason = fmt::format("no period the proposers agree on: the whole-region search alone finds {:.1f} epochs of "
+                             "{:.4g} s ({}); {}",
+                             H.epochs, period_samples * dt, H.why, others);
     return seg;
   }
-  seg.found = true;
-  seg.period_s = seg.period_samples * dt;
-  if (agrees && !e.epochs.empty()) {
-    seg.channels = e.channels;
-    seg.epochs = e.epochs;
-    seg.reason = fmt::format("{}; confirmed by the {}", e.reason, H.why);
+  // Not significant: the best guess stays the other proposers' where they have one.
+  if (e.candidate_period_s > 0) {
+    seg.candidate_period_s = e.candidate_period_s;
+    seg.period_samples = e.candidate_period_s / dt;
+  }
+  seg.confidence = std::min(0.45, 0.5 * kRegionAlpha / H.p_value + 0.2 * agrees);
+  if (e.found && seg.confidence >= options.min_confidence) {
+    // The caller lowered the bar below this confidence on purpose: the other proposers' period,
+    // with the low confidence said (predict flags it and widens its intervals).
+    const double c = seg.confidence;
+    seg = e;
+    seg.confidence = c;
+    seg.reason = fmt::format("{}; no period beats the null ({}), accepted at the lowered bar {:.2f}", e.reason, H.why,
+                             options.min_confidence);
     return seg;
   }
-  for (Metric m : an.metrics) seg.channels.emplace_back(info(m).tag);
-  std::vector<double> b;
-  for (double x : H.boundaries) b.push_back((static_cast<double>(region.begin) + (x + 0.5) * scale - 0.5) * dt);
-  b.front() = H.boundaries.front() == 0 && region.begin > 0 ? e.training_start_s : b.front();
-  if (H.boundaries.back() >= static_cast<double>(an.level_len[l]) - 1 && region.end < n) b.back() = e.training_end_s;
-  for (std::size_t i = 0; i + 1 < b.size(); ++i) seg.epochs.push_back({b[i], b[i + 1]});
-  seg.reason = fmt::format("period {:.1f} samples; {:.1f} epochs in view; {}; {}", period_samples, H.epochs, H.why,
-                           others);
+  seg.reason = fmt::format("no period beats the null: best {:.1f} epochs of {:.4g} s; {}; {}", H.epochs,
+                           period_samples * dt, H.why, others);
   return seg;
 }
 }  // namespace
@@ -1863,7 +1889,9 @@ static Segmentation detect_without(const Trace& trace, const DetectOptions& opti
     if (signal::count_outside(u.values, u.lo, u.hi) > 0) repair(u);
     u.unchecked = false;
   };
-  for (const Metric usable : kUsable) {
+  for (const MetricInfo& row : metric_table()) {
+    if (!row.may_carry_epochs) continue;
+    const Metric usable = row.id;
     if (std::find(left_out.begin(), left_out.end(), usable) != left_out.end()) continue;
     const Channel* ch = trace.find(usable);
     if (!ch || ch->values.size() != n_raw) continue;

@@ -242,7 +242,11 @@ PeriodHypothesis region_search(const std::vector<std::span<const double>>& chann
   // 1/24-1/8 of the region and put back in one random order (the two samples at each end stay:
   // the edge ramp). Every event is kept, their spacing is not. Stops at the first as good.
   int done_block = 0;
-  for (int s = 0; s < o.block_surrogates && ge_block == 0; ++s) {
+  // When the other proposers agree, it goes on after one as good until half are (p > 0.5
+  // then): the arbitration also asks whether the hypothesis beats the typical scrambled copy.
+  const bool typical = o.agree_period > 0 && std::abs(o.agree_period - period) <= o.agree_tolerance * period;
+  const int block_stop = typical ? o.block_surrogates / 2 + 1 : 1;
+  for (int s = 0; s < o.block_surrogates && ge_block < block_stop; ++s) {
     ++done_block;
     std::vector<std::pair<std::size_t, std::size_t>> blocks;
     for (std::size_t i = 2; i + 2 < n;) {
@@ -262,10 +266,15 @@ PeriodHypothesis region_search(const std::vector<std::span<const double>>& chann
     if (scan(xs, o, p_lo, p_hi).z >= b.z) ++ge_block;
   }
   int done = 0;
-  for (int s = 0; s < o.surrogates; ++s) {
-    // Sequential stop: once kStopAfter surrogates score as well (or a block-scrambled one did),
-    // p cannot come near the threshold; the p reported is the estimate from those done.
-    if (ge_phase >= kStopAfter || ge_block > 0) break;
+  // When a block-scrambled copy scored as well (not significant), the phase test still says
+  // whether the hypothesis beats the typical surrogate: as many as block copies, stopping
+  // once half are as good.
+  const int limit = ge_block > 0 ? (typical ? o.block_surrogates : 0) : o.surrogates;
+  const int stop = ge_block > 0 ? o.block_surrogates / 2 + 1 : kStopAfter;
+  for (int s = 0; s < limit; ++s) {
+    // Sequential stop: once `stop` surrogates score as well, p cannot come near the threshold;
+    // the p reported is the estimate from those done.
+    if (ge_phase >= stop) break;
     ++done;
     phase_randomise(channels, o.seed + 1 + static_cast<std::uint64_t>(s), sur, o.amplitude_adjust);
     std::vector<std::span<const double>> sp(sur.begin(), sur.end());

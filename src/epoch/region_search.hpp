@@ -36,6 +36,11 @@ struct RegionSearchOptions {
   int surrogates = 99;                // phase-randomised
   int block_surrogates = 0;           // block-scrambled (0: none)
   bool amplitude_adjust = true;       // surrogates keep each channel's values (AAFT) or not
+  // The other proposers' period (samples of the series; 0: none) and the agreement tolerance:
+  // when the best hypothesis agrees, the nulls also say whether it beats the typical surrogate
+  // (p <= 0.5, more surrogates run); otherwise they stop at the first as good.
+  double agree_period = 0;
+  double agree_tolerance = 0;
   std::uint64_t seed = 0x5eed;
 };
 

@@ -10,15 +10,9 @@
 #include <limits>
 #include <string_view>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define EPOCHCAST_AVX2_DISPATCH 1
-#include <immintrin.h>  // mask compares and compress, used only in target("avx512...") functions
-#endif
-
 // No contraction of a * b + c into a fused multiply-add anywhere in this file: it rounds once
-// where the baseline rounds twice, and every path must give the same bits. The AVX-512 target
-// includes the EVEX FMA instructions, and GCC contracted `v - base - slope * idx` into
-// vfnmadd231pd there (seen in the disassembly; the AVX2 target has no FMA to contract into).
+// where the plain expression rounds twice, and the results (and the tests' exact expectations)
+// must not depend on the target's FMA (arm64 has one; baseline x86-64 does not).
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__)
@@ -50,92 +44,6 @@ inline V2 pair_means(V2 a, V2 b) {
   return (__builtin_shufflevector(a, b, 0, 2) + __builtin_shufflevector(a, b, 1, 3)) * splat(0.5);
 }
 
-#if EPOCHCAST_AVX2_DISPATCH
-// Four doubles per operation, in functions compiled for AVX2 only (target attribute); called
-// only after simd() chose AVX2. No FMA: a fused multiply-add rounds once where the baseline
-// rounds twice, and the paths are to agree bit for bit.
-#define EPOCHCAST_AVX2 __attribute__((target("avx2")))
-using V4 = double __attribute__((vector_size(32)));
-EPOCHCAST_AVX2 inline V4 load4(const double* p) {
-  V4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-EPOCHCAST_AVX2 inline void store4(double* p, V4 v) { std::memcpy(p, &v, sizeof v); }
-EPOCHCAST_AVX2 inline V4 splat4(double v) { return V4{v, v, v, v}; }
-EPOCHCAST_AVX2 inline V2 lo2(V4 v) { return __builtin_shufflevector(v, v, 0, 1); }
-EPOCHCAST_AVX2 inline V2 hi2(V4 v) { return __builtin_shufflevector(v, v, 2, 3); }
-
-// Eight doubles per operation (AVX-512 F/DQ/VL/BW), chosen only after simd() picked AVX-512.
-// The gain measured is in instructions (half as many where a loop is bound by the front end)
-// and mask registers; Zen 4 runs a 512-bit operation as two 256-bit halves.
-// No FMA here either (fp-contract off above; checked in the disassembly).
-#define EPOCHCAST_AVX512 __attribute__((target("avx2,avx512f,avx512dq,avx512vl,avx512bw")))
-using V8 = double __attribute__((vector_size(64)));
-EPOCHCAST_AVX512 inline V8 load8(const double* p) {
-  V8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-EPOCHCAST_AVX512 inline void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
-EPOCHCAST_AVX512 inline V8 splat8(double v) { return V8{v, v, v, v, v, v, v, v}; }
-#endif
-
-std::atomic<int> g_simd{-1};
-
-}  // namespace
-
-bool simd_available(Simd s) {
-  if (s == Simd::kBaseline) return true;
-#if EPOCHCAST_AVX2_DISPATCH
-  __builtin_cpu_init();
-  // Both also check that the OS saves the registers (YMM; ZMM and the mask registers).
-  if (s == Simd::kAvx2) return __builtin_cpu_supports("avx2");
-  // FMA too: target("avx512f") lets GCC contract into VEX-encoded FMA (CPUID's FMA bit).
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bw");
-#else
-  return false;
-#endif
-}
-
-Simd simd() {
-  int v = g_simd.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* env = std::getenv("EPOCHCAST_SIMD");
-    const std::string_view want = env != nullptr ? env : "";
-    Simd s = Simd::kBaseline;
-    if (want != "baseline") {
-      if (want != "avx2" && simd_available(Simd::kAvx512)) {
-        s = Simd::kAvx512;
-      } else if (simd_available(Simd::kAvx2)) {
-        s = Simd::kAvx2;
-      }
-    }
-    v = static_cast<int>(s);
-    g_simd.store(v, std::memory_order_relaxed);
-  }
-  return static_cast<Simd>(v);
-}
-
-void reset_simd() { g_simd.store(-1, std::memory_order_relaxed); }
-
-Simd set_simd(Simd s) {
-  const Simd prev = simd();
-  g_simd.store(static_cast<int>(simd_available(s) ? s : Simd::kBaseline), std::memory_order_relaxed);
-  return prev;
-}
-
-namespace {
-#if EPOCHCAST_AVX2_DISPATCH
-// AVX2 bodies also serve the AVX-512 path where a kernel has no AVX-512 body of its own.
-inline bool use_avx2() { return simd() >= Simd::kAvx2; }
-inline bool use_avx512() { return simd() == Simd::kAvx512; }
-#else
-constexpr bool use_avx2() { return false; }
-constexpr bool use_avx512() { return false; }
-#endif
 }  // namespace
 
 namespace {
@@ -156,49 +64,13 @@ bool all_inside_base(const double* p, std::size_t n, double lo, double hi) {
   return clean;
 }
 
-#if EPOCHCAST_AVX2_DISPATCH
-EPOCHCAST_AVX2 bool all_inside_avx2(const double* p, std::size_t n, double lo, double hi) {
-  V4 vmin = splat4(std::numeric_limits<double>::infinity()), vmax = -vmin, probe = splat4(0);
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const V4 v = load4(p + i);
-    vmin = v < vmin ? v : vmin;
-    vmax = v > vmax ? v : vmax;
-    probe += v - v;
-  }
-  bool clean = true;
-  for (int j = 0; j < 4; ++j) clean = clean && vmin[j] >= lo && vmax[j] <= hi && probe[j] == probe[j];
-  for (; i < n; ++i) clean = clean && p[i] >= lo && p[i] <= hi;
-  return clean;
-}
-EPOCHCAST_AVX512 bool all_inside_avx512(const double* p, std::size_t n, double lo, double hi) {
-  V8 vmin = splat8(std::numeric_limits<double>::infinity()), vmax = -vmin, probe = splat8(0);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const V8 v = load8(p + i);
-    vmin = v < vmin ? v : vmin;
-    vmax = v > vmax ? v : vmax;
-    probe += v - v;
-  }
-  bool clean = true;
-  for (int j = 0; j < 8; ++j) clean = clean && vmin[j] >= lo && vmax[j] <= hi && probe[j] == probe[j];
-  for (; i < n; ++i) clean = clean && p[i] >= lo && p[i] <= hi;
-  return clean;
-}
-#endif
 }  // namespace
 
 std::size_t count_outside(std::span<const double> x, double lo, double hi) {
   const std::size_t n = x.size();
   const double* p = x.data();
   // Fast: the range check alone; the exact count only when something is outside.
-#if EPOCHCAST_AVX2_DISPATCH
-  const bool clean = use_avx512() ? all_inside_avx512(p, n, lo, hi)
-                     : use_avx2()   ? all_inside_avx2(p, n, lo, hi)
-                                    : all_inside_base(p, n, lo, hi);
-#else
   const bool clean = all_inside_base(p, n, lo, hi);
-#endif
   if (clean) return 0;
   std::size_t ok = 0;
   for (std::size_t i = 0; i < n; ++i) ok += p[i] >= lo && p[i] <= hi;
@@ -308,118 +180,6 @@ void pyramid_blocks_base(PyramidSweep& s, std::size_t b, std::size_t e, unsigned
   s.probe += nan_probe[0] + nan_probe[1];
 }
 
-#if EPOCHCAST_AVX2_DISPATCH
-// The same sums as pyramid_blocks_base, four samples per operation. Pairs are formed within
-// 128-bit lanes (unpack) and put in order only where stored; each level value is still the
-// sum of the same two values of the level below.
-EPOCHCAST_AVX2 void pyramid_blocks_avx2(PyramidSweep& s, std::size_t b, std::size_t e, unsigned mask) {
-  const double* p = s.p;
-  const auto o = s.o;
-  const auto of = s.of;
-  double* o4 = s.o4;
-  const V4 vbase = splat4(s.base), vslope = splat4(s.slope), vinv = splat4(s.inv), hi = splat4(s.clip),
-           lo = splat4(-s.clip), four = splat4(4);
-  V4 vmin = splat4(std::numeric_limits<double>::infinity()), vmax = -vmin;
-  V2 nan_probe = splat(0);
-  const auto f = static_cast<double>(s.first + b * 16);
-  V4 idx{f, f + 1, f + 2, f + 3};
-  auto z = [&](const double* q) __attribute__((always_inline, target("avx2"))) {
-    const V4 v = load4(q);
-    vmin = v < vmin ? v : vmin;
-    vmax = v > vmax ? v : vmax;
-    V4 r = (v - vbase - vslope * idx) * vinv;
-    idx += four;
-    r = hi < r ? hi : r;  // operands in the order that keeps a NaN
-    r = lo > r ? lo : r;
-    return r;
-  };
-  for (std::size_t k = b; k < e; ++k) {
-    const std::size_t i = k * 16;
-    const double* q = p + i;
-    __builtin_prefetch(q + 1024);
-    __builtin_prefetch(q + 1032);
-    const V4 a0 = z(q), a1 = z(q + 4), a2 = z(q + 8), a3 = z(q + 12);
-    if (mask & 1u) {
-      double* w = o[0] + (i - of[0]);
-      store4(w, a0), store4(w + 4, a1), store4(w + 8, a2), store4(w + 12, a3);
-    }
-    // Level 1, lane order [0 2 | 1 3] and [4 6 | 5 7].
-    const V4 m0 = __builtin_shufflevector(a0, a1, 0, 4, 2, 6) + __builtin_shufflevector(a0, a1, 1, 5, 3, 7);
-    const V4 m1 = __builtin_shufflevector(a2, a3, 0, 4, 2, 6) + __builtin_shufflevector(a2, a3, 1, 5, 3, 7);
-    if (mask & 2u) {
-      double* w = o[1] + (i / 2 - of[1]);
-      store4(w, __builtin_shufflevector(m0, m0, 0, 2, 1, 3) * splat4(0.5));
-      store4(w + 4, __builtin_shufflevector(m1, m1, 0, 2, 1, 3) * splat4(0.5));
-    }
-    // Level 2 in order: [0 2 | 4 6] + [1 3 | 5 7].
-    const V4 c = __builtin_shufflevector(m0, m1, 0, 1, 4, 5) + __builtin_shufflevector(m0, m1, 2, 3, 6, 7);
-    if (mask & 4u) store4(o[2] + (i / 4 - of[2]), c * splat4(0.25));
-    const V2 cl = lo2(c), ch = hi2(c);
-    const V2 d0 = __builtin_shufflevector(cl, ch, 0, 2) + __builtin_shufflevector(cl, ch, 1, 3);
-    if (mask & 8u) store2(o[3] + (i / 8 - of[3]), d0 * splat(0.125));
-    nan_probe += d0;
-    if (o4) s.level4(k, (d0[0] + d0[1]) * 0.0625);
-  }
-  for (int j = 0; j < 4; ++j) s.vmin = std::min(s.vmin, vmin[j]), s.vmax = std::max(s.vmax, vmax[j]);
-  s.probe += nan_probe[0] + nan_probe[1];
-}
-
-// The same sums again, eight samples per operation: 16-sample block = two vectors. Pairs are
-// formed within 128-bit lanes (unpack), then whole lanes are regrouped; values are put in order
-// only where stored. Each level value is still the sum of the same two values of the level
-// below (a + b == b + a exactly), and the min/max range check and the NaN probe are
-// order-free, so the outputs equal the other paths' bit for bit.
-EPOCHCAST_AVX512 void pyramid_blocks_avx512(PyramidSweep& s, std::size_t b, std::size_t e, unsigned mask) {
-  const double* p = s.p;
-  const auto o = s.o;
-  const auto of = s.of;
-  double* o4 = s.o4;
-  const V8 vbase = splat8(s.base), vslope = splat8(s.slope), vinv = splat8(s.inv), hi = splat8(s.clip),
-           lo = splat8(-s.clip), sixteen = splat8(16);
-  V8 vmin = splat8(std::numeric_limits<double>::infinity()), vmax = -vmin;
-  V2 nan_probe = splat(0);
-  const auto f = static_cast<double>(s.first + b * 16);
-  // Sample positions as doubles: whole numbers (exact), as the other paths' running index.
-  V8 idx0{f, f + 1, f + 2, f + 3, f + 4, f + 5, f + 6, f + 7};
-  V8 idx1 = idx0 + splat8(8);
-  auto z = [&](const double* q, V8 idx) __attribute__((always_inline, target("avx2,avx512f,avx512dq,avx512vl,avx512bw"))) {
-    const V8 v = load8(q);
-    vmin = v < vmin ? v : vmin;
-    vmax = v > vmax ? v : vmax;
-    V8 r = (v - vbase - vslope * idx) * vinv;
-    r = hi < r ? hi : r;  // operands in the order that keeps a NaN
-    r = lo > r ? lo : r;
-    return r;
-  };
-  for (std::size_t k = b; k < e; ++k) {
-    const std::size_t i = k * 16;
-    const double* q = p + i;
-    // 16 KiB ahead (the sweep now waits on memory: 2.45-2.59 ms best-of-40 against 2.52-2.60
-    // at 8 KiB and 2.78-2.93 with none, six and three alternating runs, 10:25 UTC)
-    __builtin_prefetch(q + 2048);
-    __builtin_prefetch(q + 2056);
-    const V8 a0 = z(q, idx0), a1 = z(q + 8, idx1);
-    idx0 += sixteen;
-    idx1 += sixteen;
-    if (mask & 1u) store8(o[0] + (i - of[0]), a0), store8(o[0] + (i + 8 - of[0]), a1);
-    // Level 1 (pair j = samples 2j, 2j+1), 128-bit lanes [0 4 | 1 5 | 2 6 | 3 7].
-    const V8 m = __builtin_shufflevector(a0, a1, 0, 8, 2, 10, 4, 12, 6, 14) +
-                 __builtin_shufflevector(a0, a1, 1, 9, 3, 11, 5, 13, 7, 15);
-    if (mask & 2u)
-      store8(o[1] + (i / 2 - of[1]), __builtin_shufflevector(m, m, 0, 2, 4, 6, 1, 3, 5, 7) * splat8(0.5));
-    // Level 2: lanes (0, 2) + (1, 3) = [0+1 4+5 | 2+3 6+7], i.e. [c0 c2 | c1 c3].
-    const V4 c = __builtin_shufflevector(m, m, 0, 1, 4, 5) + __builtin_shufflevector(m, m, 2, 3, 6, 7);
-    if (mask & 4u) store4(o[2] + (i / 4 - of[2]), __builtin_shufflevector(c, c, 0, 2, 1, 3) * splat4(0.25));
-    // Level 3 in order: [c0 c2] + [c1 c3].
-    const V2 d0 = lo2(c) + hi2(c);
-    if (mask & 8u) store2(o[3] + (i / 8 - of[3]), d0 * splat(0.125));
-    nan_probe += d0;
-    if (o4) s.level4(k, (d0[0] + d0[1]) * 0.0625);
-  }
-  for (int j = 0; j < 8; ++j) s.vmin = std::min(s.vmin, vmin[j]), s.vmax = std::max(s.vmax, vmax[j]);
-  s.probe += nan_probe[0] + nan_probe[1];
-}
-#endif
 }  // namespace
 
 std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, double base, double slope, double inv,
@@ -454,15 +214,7 @@ std::size_t affine_clip_pyramid(std::span<const double> y, std::size_t first, do
     level5->resize(blocks / 2);  // halve() drops an odd last value, and so does the pairing
     sweep_state.o5 = level5->data();
   }
-  const bool avx2 = use_avx2(), avx512 = use_avx512();
-  auto sweep = [&](std::size_t b, std::size_t e, unsigned mask) {
-#if EPOCHCAST_AVX2_DISPATCH
-    if (avx512) return pyramid_blocks_avx512(sweep_state, b, e, mask);
-    if (avx2) return pyramid_blocks_avx2(sweep_state, b, e, mask);
-#endif
-    (void)avx2, (void)avx512;
-    pyramid_blocks_base(sweep_state, b, e, mask);
-  };
+  auto sweep = [&](std::size_t b, std::size_t e, unsigned mask) { pyramid_blocks_base(sweep_state, b, e, mask); };
   // Segments between the store ranges' block bounds, each swept with its own mask.
   std::array<std::size_t, 10> cuts{0, blocks};
   std::size_t ncut = 2;
@@ -581,62 +333,6 @@ void bracket_base(const double* x, std::size_t n, double lo, double hi, double* 
     at_hi += v == hi;
   }
 }
-#if EPOCHCAST_AVX2_DISPATCH
-// Four values per compare; the kept lanes are packed to the front with one permute (lane
-// indices from a 16-entry table by the 4-bit mask) and stored whole, `kept` having 4 spare.
-EPOCHCAST_AVX2 void bracket_avx2(const double* x, std::size_t n, double lo, double hi, double* kept, std::size_t& m,
-                                 std::size_t& below, std::size_t& at_lo, std::size_t& at_hi) {
-  using I8 = int __attribute__((vector_size(32)));
-  static constexpr auto kPack = [] {
-    std::array<std::array<int, 8>, 16> t{};
-    for (unsigned mask = 0; mask < 16; ++mask) {
-      std::size_t o = 0;
-      for (int lane = 0; lane < 4; ++lane)
-        if (mask & (1u << lane)) t[mask][o] = 2 * lane, t[mask][o + 1] = 2 * lane + 1, o += 2;
-    }
-    return t;
-  }();
-  const V4 vlo = splat4(lo), vhi = splat4(hi);
-  std::size_t i = 0, mm = m, b = 0, el = 0, eh = 0;
-  auto bits = [](auto cmp) __attribute__((always_inline, target("avx2"))) {
-    return static_cast<unsigned>(__builtin_ia32_movmskpd256(reinterpret_cast<V4>(cmp)));
-  };
-  for (; i + 4 <= n; i += 4) {
-    const V4 v = load4(x + i);
-    const unsigned keep = bits((v > vlo) & (v < vhi));
-    b += static_cast<std::size_t>(__builtin_popcount(bits(v < vlo)));
-    el += static_cast<std::size_t>(__builtin_popcount(bits(v == vlo)));
-    eh += static_cast<std::size_t>(__builtin_popcount(bits(v == vhi)));
-    I8 idx;
-    std::memcpy(&idx, kPack[keep].data(), sizeof idx);
-    store4(kept + mm, reinterpret_cast<V4>(__builtin_ia32_permvarsi256(reinterpret_cast<I8>(v), idx)));
-    mm += static_cast<std::size_t>(__builtin_popcount(keep));
-  }
-  m = mm;
-  below += b, at_lo += el, at_hi += eh;
-  bracket_base(x + i, n - i, lo, hi, kept, m, below, at_lo, at_hi);
-}
-// Eight values per compare into mask registers; the kept lanes are packed to the front in
-// order by vcompresspd into a register (the memory form is microcoded on AMD's Zen 4) and stored
-// whole, `kept` having 8 spare. Same kept values in the same order as the other paths.
-EPOCHCAST_AVX512 void bracket_avx512(const double* x, std::size_t n, double lo, double hi, double* kept, std::size_t& m,
-                                     std::size_t& below, std::size_t& at_lo, std::size_t& at_hi) {
-  const __m512d vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
-  std::size_t i = 0, mm = m, b = 0, el = 0, eh = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m512d v = _mm512_loadu_pd(x + i);
-    const __mmask8 keep = _mm512_cmp_pd_mask(v, vlo, _CMP_GT_OQ) & _mm512_cmp_pd_mask(v, vhi, _CMP_LT_OQ);
-    b += static_cast<std::size_t>(__builtin_popcount(_mm512_cmp_pd_mask(v, vlo, _CMP_LT_OQ)));
-    el += static_cast<std::size_t>(__builtin_popcount(_mm512_cmp_pd_mask(v, vlo, _CMP_EQ_OQ)));
-    eh += static_cast<std::size_t>(__builtin_popcount(_mm512_cmp_pd_mask(v, vhi, _CMP_EQ_OQ)));
-    _mm512_storeu_pd(kept + mm, _mm512_maskz_compress_pd(keep, v));
-    mm += static_cast<std::size_t>(__builtin_popcount(keep));
-  }
-  m = mm;
-  below += b, at_lo += el, at_hi += eh;
-  bracket_base(x + i, n - i, lo, hi, kept, m, below, at_lo, at_hi);
-}
-#endif
 }  // namespace
 
 namespace {
@@ -667,17 +363,7 @@ bool bracket_select(const double* x, std::size_t n, std::size_t k, double& out, 
   // Values equal to a pivot are counted, not kept: readings are often heavily tied.
   Buffer kept(n + 8);  // written before it is read (no zero fill); 8 spare for the vector stores
   std::size_t m = 0, below = 0, at_lo = 0, at_hi = 0;
-#if EPOCHCAST_AVX2_DISPATCH
-  if (use_avx512()) {
-    bracket_avx512(x, n, lo, hi, kept.data(), m, below, at_lo, at_hi);
-  } else if (use_avx2()) {
-    bracket_avx2(x, n, lo, hi, kept.data(), m, below, at_lo, at_hi);
-  } else {
-    bracket_base(x, n, lo, hi, kept.data(), m, below, at_lo, at_hi);
-  }
-#else
   bracket_base(x, n, lo, hi, kept.data(), m, below, at_lo, at_hi);
-#endif
   if (lo == hi) at_hi = 0;
   if (k < below) return false;
   std::size_t r = k - below;
@@ -883,29 +569,6 @@ void halve_base(const double* p, double* o, std::size_t m) {
   for (; k + 2 <= m; k += 2) store2(o + k, pair_means(load2(p + 2 * k), load2(p + 2 * k + 2)));
   for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
 }
-#if EPOCHCAST_AVX2_DISPATCH
-EPOCHCAST_AVX2 void halve_avx2(const double* p, double* o, std::size_t m) {
-  std::size_t k = 0;
-  for (; k + 4 <= m; k += 4) {
-    const V4 a = load4(p + 2 * k), b = load4(p + 2 * k + 4);
-    const V4 s = __builtin_shufflevector(a, b, 0, 4, 2, 6) + __builtin_shufflevector(a, b, 1, 5, 3, 7);
-    store4(o + k, __builtin_shufflevector(s, s, 0, 2, 1, 3) * splat4(0.5));
-  }
-  for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
-}
-// Pairs within 128-bit lanes ([0 4 | 1 5 | 2 6 | 3 7] of the eight pair sums), put in order
-// by one permute: the same sums, times 0.5.
-EPOCHCAST_AVX512 void halve_avx512(const double* p, double* o, std::size_t m) {
-  std::size_t k = 0;
-  for (; k + 8 <= m; k += 8) {
-    const V8 a = load8(p + 2 * k), b = load8(p + 2 * k + 8);
-    const V8 s = __builtin_shufflevector(a, b, 0, 8, 2, 10, 4, 12, 6, 14) +
-                 __builtin_shufflevector(a, b, 1, 9, 3, 11, 5, 13, 7, 15);
-    store8(o + k, __builtin_shufflevector(s, s, 0, 2, 4, 6, 1, 3, 5, 7) * splat8(0.5));
-  }
-  for (; k < m; ++k) o[k] = 0.5 * (p[2 * k] + p[2 * k + 1]);
-}
-#endif
 
 // x[i] += c over [0, n) (x - m is x + (-m) exactly).
 void add_to_base(double* x, std::size_t n, double c) {
@@ -913,23 +576,7 @@ void add_to_base(double* x, std::size_t n, double c) {
   for (; i + 2 <= n; i += 2) store2(x + i, load2(x + i) + splat(c));
   for (; i < n; ++i) x[i] += c;
 }
-#if EPOCHCAST_AVX2_DISPATCH
-EPOCHCAST_AVX2 void add_to_avx2(double* x, std::size_t n, double c) {
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) store4(x + i, load4(x + i) + splat4(c));
-  for (; i < n; ++i) x[i] += c;
-}
-EPOCHCAST_AVX512 void add_to_avx512(double* x, std::size_t n, double c) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) store8(x + i, load8(x + i) + splat8(c));
-  for (; i < n; ++i) x[i] += c;
-}
-#endif
 void add_to(double* x, std::size_t n, double c) {
-#if EPOCHCAST_AVX2_DISPATCH
-  if (use_avx512()) return add_to_avx512(x, n, c);
-  if (use_avx2()) return add_to_avx2(x, n, c);
-#endif
   add_to_base(x, n, c);
 }
 }  // namespace
@@ -937,16 +584,6 @@ void add_to(double* x, std::size_t n, double c) {
 Buffer halve(std::span<const double> x) {
   const std::size_t m = x.size() / 2;
   Buffer out(m);
-#if EPOCHCAST_AVX2_DISPATCH
-  if (use_avx512()) {
-    halve_avx512(x.data(), out.data(), m);
-    return out;
-  }
-  if (use_avx2()) {
-    halve_avx2(x.data(), out.data(), m);
-    return out;
-  }
-#endif
   halve_base(x.data(), out.data(), m);
   return out;
 }
@@ -1026,62 +663,6 @@ std::size_t time_sweep_base(const double* p, std::size_t n, double dt, TimeSweep
   r = {std::min(step[0], step[1]), std::min(dmin[0], dmin[1]), std::max(dmax[0], dmax[1]), probe[0] + probe[1]};
   return i;
 }
-#if EPOCHCAST_AVX2_DISPATCH
-EPOCHCAST_AVX2 std::size_t time_sweep_avx2(const double* p, std::size_t n, double dt, TimeSweep& r) {
-  const V4 vdt = splat4(dt), four = splat4(4);
-  V4 step = splat4(std::numeric_limits<double>::infinity()), dmin = step, dmax = -step, probe = splat4(0);
-  V4 idx{1, 2, 3, 4};
-  std::size_t i = 1;
-  for (; i + 4 <= n; i += 4) {
-    const V4 cur = load4(p + i), prev = load4(p + i - 1);
-    const V4 s = cur - prev, d = cur - idx * vdt;
-    step = s < step ? s : step;
-    dmin = d < dmin ? d : dmin;
-    dmax = d > dmax ? d : dmax;
-    probe += cur - cur;
-    idx += four;
-  }
-  r = {std::min({step[0], step[1], step[2], step[3]}), std::min({dmin[0], dmin[1], dmin[2], dmin[3]}),
-       std::max({dmax[0], dmax[1], dmax[2], dmax[3]}), (probe[0] + probe[1]) + (probe[2] + probe[3])};
-  return i;
-}
-// Eight per operation. min/max give the same extremes in any grouping (NaN never enters them:
-// the compare is false), and the probe is 0 or NaN in any order, so the verdicts are the same.
-EPOCHCAST_AVX512 std::size_t time_sweep_avx512(const double* p, std::size_t n, double dt, TimeSweep& r) {
-  const V8 vdt = splat8(dt), eight = splat8(8);
-  V8 step = splat8(std::numeric_limits<double>::infinity()), dmin = step, dmax = -step, probe = splat8(0);
-  V8 idx{1, 2, 3, 4, 5, 6, 7, 8};
-  auto block = [&](V8 cur, V8 prev) __attribute__((always_inline, target("avx2,avx512f,avx512dq,avx512vl,avx512bw"))) {
-    const V8 s = cur - prev, d = cur - idx * vdt;
-    step = s < step ? s : step;
-    dmin = d < dmin ? d : dmin;
-    dmax = d > dmax ? d : dmax;
-    probe += cur - cur;
-    idx += eight;
-  };
-  // One load per eight: p[i-1 .. i+6] is the last vector shifted in by one (valignq) after
-  // the first block; two unaligned 64-byte loads split a cache line each almost every time.
-  std::size_t i = 1;
-  if (n >= 9) {
-    V8 last = load8(p + 1);
-    block(last, load8(p));
-    for (i = 9; i + 8 <= n; i += 8) {
-      // 16 KiB ahead, as the z-score sweep (this and the busy-bit sweep wait on memory too:
-      // best-of-40 2.26-2.34 ms against 2.38-2.40 without, three alternating runs, 10:26 UTC)
-      __builtin_prefetch(p + i + 2048);
-      const V8 cur = load8(p + i);
-      block(cur, reinterpret_cast<V8>(_mm512_maskz_alignr_epi64(0xff, reinterpret_cast<__m512i>(cur),
-                                                                 reinterpret_cast<__m512i>(last), 7)));
-      last = cur;
-    }
-  }
-  r = {step[0], dmin[0], dmax[0], probe[0]};
-  for (int j = 1; j < 8; ++j)
-    r.step = std::min(r.step, step[j]), r.dmin = std::min(r.dmin, dmin[j]), r.dmax = std::max(r.dmax, dmax[j]),
-    r.probe += probe[j];
-  return i;
-}
-#endif
 }  // namespace
 
 std::size_t check_timestamps(std::span<const double> t, double dt, double tolerance, bool& on_grid) {
@@ -1090,13 +671,7 @@ std::size_t check_timestamps(std::span<const double> t, double dt, double tolera
   // One sweep of min/max: the smallest step (increasing), the grid offsets' range, and a
   // NaN probe. The exact index only on failure.
   TimeSweep r{};
-#if EPOCHCAST_AVX2_DISPATCH
-  std::size_t i = use_avx512() ? time_sweep_avx512(p, n, dt, r)
-                  : use_avx2()   ? time_sweep_avx2(p, n, dt, r)
-                                 : time_sweep_base(p, n, dt, r);
-#else
   std::size_t i = time_sweep_base(p, n, dt, r);
-#endif
   bool all = r.step >= 0 && r.probe == 0 && (n == 0 || std::isfinite(p[0]));
   bool g = r.dmin >= -tolerance && r.dmax <= tolerance && (n == 0 || std::abs(p[0]) <= tolerance);
   for (; i < n; ++i) {
@@ -1153,77 +728,12 @@ void autocorrelation_base(const double* p, std::size_t n, std::size_t lo, std::s
   for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
 }
 
-#if EPOCHCAST_AVX2_DISPATCH
-// The same partial sums as autocorrelation_base: lane j of a four-wide accumulator sums the
-// products at i = j (mod 4) (the baseline's two two-wide ones), folded in the same order.
-EPOCHCAST_AVX2 void autocorrelation_avx2(const double* p, std::size_t n, std::size_t lo, std::size_t hi, double* out) {
-  auto dot = [p](std::size_t m, std::size_t k) __attribute__((always_inline, target("avx2"))) {
-    V4 s01 = splat4(0), s23 = splat4(0);
-    std::size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-      s01 += load4(p + i) * load4(p + i + k);
-      s23 += load4(p + i + 4) * load4(p + i + 4 + k);
-    }
-    double s = hsum((lo2(s01) + hi2(s01)) + (lo2(s23) + hi2(s23)));
-    for (; i < m; ++i) s += p[i] * p[i + k];
-    return s;
-  };
-  const double energy = dot(n, 0);
-  if (!(energy > 0)) return;
-  // Lags k..k+3 and, when `pair`, k+4..k+7 in one sweep: eight independent accumulators keep
-  // the adders busy (four wait on their own latency). Each group's sums run over the same i
-  // as the baseline's (its own bound m), so the results are the same.
-  auto groups = [&](std::size_t k, bool pair) __attribute__((always_inline, target("avx2"))) {
-    const std::size_t m = n - (k + 3), m8 = pair ? n - (k + 7) : 0;
-    V4 a0 = splat4(0), a1 = splat4(0), a2 = splat4(0), a3 = splat4(0);
-    V4 b0 = splat4(0), b1 = splat4(0), b2 = splat4(0), b3 = splat4(0);
-    std::size_t i = 0;
-    for (; i + 4 <= m8; i += 4) {
-      const V4 x = load4(p + i);
-      const double* q = p + i + k;
-      a0 += x * load4(q);
-      a1 += x * load4(q + 1);
-      a2 += x * load4(q + 2);
-      a3 += x * load4(q + 3);
-      b0 += x * load4(q + 4);
-      b1 += x * load4(q + 5);
-      b2 += x * load4(q + 6);
-      b3 += x * load4(q + 7);
-    }
-    const std::size_t i8 = i;
-    for (; i + 4 <= m; i += 4) {
-      const V4 x = load4(p + i);
-      const double* q = p + i + k;
-      a0 += x * load4(q);
-      a1 += x * load4(q + 1);
-      a2 += x * load4(q + 2);
-      a3 += x * load4(q + 3);
-    }
-    auto finish = [&](std::size_t k0, std::size_t from, const std::array<V4, 4>& acc) __attribute__((always_inline, target("avx2"))) {
-      for (std::size_t j = 0; j < 4; ++j) {
-        double s = hsum(lo2(acc[j]) + hi2(acc[j]));
-        for (std::size_t t = from; t + k0 + j < n; ++t) s += p[t] * p[t + k0 + j];
-        out[k0 + j - lo] = s / energy;
-      }
-    };
-    finish(k, i, {a0, a1, a2, a3});
-    if (pair) finish(k + 4, i8, {b0, b1, b2, b3});
-  };
-  std::size_t k = lo;
-  for (; k + 7 <= hi && k + 7 < n; k += 8) groups(k, true);
-  for (; k + 3 <= hi && k + 3 < n; k += 4) groups(k, false);
-  for (; k <= hi && k < n; ++k) out[k - lo] = dot(n - k, k) / energy;
-}
-#endif
 }  // namespace
 
 void autocorrelation(std::span<const double> x, std::size_t lo, std::size_t hi,
                      std::vector<double>& out) {
   out.assign(hi >= lo ? hi - lo + 1 : 0, 0.0);
   if (out.empty()) return;
-#if EPOCHCAST_AVX2_DISPATCH
-  if (use_avx2()) return autocorrelation_avx2(x.data(), x.size(), lo, hi, out.data());
-#endif
   autocorrelation_base(x.data(), x.size(), lo, hi, out.data());
 }
 
@@ -1247,44 +757,8 @@ V2 highpass_interior_base(const double* p, const double* S, double* w, std::size
   }
   return (a + c) + (b + d);
 }
-#if EPOCHCAST_AVX2_DISPATCH
-EPOCHCAST_AVX2 V2 highpass_interior_avx2(const double* p, const double* S, double* w, std::size_t& i,
-                                         std::size_t last, std::size_t left, std::size_t right, double inv) {
-  const V4 vinv = splat4(inv);
-  V4 a = splat4(0), b = splat4(0);  // lanes: the baseline's (a, b) and (c, d)
-  auto at = [&](std::size_t j) __attribute__((always_inline, target("avx2"))) {
-    const V4 v = load4(p + j) - (load4(S + j + right + 1) - load4(S + j - left)) * vinv;
-    store4(w + j, v);
-    return v;
-  };
-  for (; i + 8 <= last; i += 8) {
-    a += at(i);
-    b += at(i + 4);
-  }
-  const V4 t = a + b;  // (a + c, b + d)
-  return lo2(t) + hi2(t);
-}
-// One eight-wide sum whose lane j is the baseline's i = j (mod 8) chain, folded the same way:
-// (lanes 0-3 + lanes 4-7) is the AVX2 body's a + b.
-EPOCHCAST_AVX512 V2 highpass_interior_avx512(const double* p, const double* S, double* w, std::size_t& i,
-                                             std::size_t last, std::size_t left, std::size_t right, double inv) {
-  const V8 vinv = splat8(inv);
-  V8 a = splat8(0);
-  for (; i + 8 <= last; i += 8) {
-    const V8 v = load8(p + i) - (load8(S + i + right + 1) - load8(S + i - left)) * vinv;
-    store8(w + i, v);
-    a += v;
-  }
-  const V4 t = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-  return lo2(t) + hi2(t);
-}
-#endif
 V2 highpass_interior(const double* p, const double* S, double* w, std::size_t& i, std::size_t last,
                      std::size_t left, std::size_t right, double inv) {
-#if EPOCHCAST_AVX2_DISPATCH
-  if (use_avx512()) return highpass_interior_avx512(p, S, w, i, last, left, right, inv);
-  if (use_avx2()) return highpass_interior_avx2(p, S, w, i, last, left, right, inv);
-#endif
   return highpass_interior_base(p, S, w, i, last, left, right, inv);
 }
 }  // namespace
@@ -1417,84 +891,6 @@ void busy_bits_base(const double* p, std::size_t n, double cut, std::uint64_t* b
     for (int j = 0; j < 2; ++j) rc.vmin = std::min(rc.vmin, vmin[j]), rc.vmax = std::max(rc.vmax, vmax[j]), rc.probe += probe[j];
 #endif
 }
-#if EPOCHCAST_AVX2_DISPATCH
-template <bool kCheck>
-EPOCHCAST_AVX2 void busy_bits_avx2(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words,
-                                   RangeCheck& rc) {
-  const V4 vcut = splat4(cut);
-  V4 vmin = splat4(rc.vmin), vmax = splat4(rc.vmax), probe = splat4(0);
-  for (std::size_t w = 0; w < words; ++w) {
-    const std::size_t lo = std::max<std::size_t>(1, w * 64), hi = std::min(n - 1, w * 64 + 64);
-    std::uint64_t word = 0;
-    std::size_t i = lo;
-    for (; i + 4 <= hi; i += 4) {  // four bits at i % 64 <= 60: they stay in the word
-      const V4 mid = load4(p + i);
-      if constexpr (kCheck) {
-        vmin = mid < vmin ? mid : vmin;
-        vmax = mid > vmax ? mid : vmax;
-        probe += mid - mid;
-      }
-      const V4 sum3 = (load4(p + i - 1) + mid) + load4(p + i + 1);
-      const auto mask = static_cast<unsigned>(__builtin_ia32_movmskpd256(sum3 >= vcut ? splat4(-1.0) : splat4(0.0)));
-      word |= static_cast<std::uint64_t>(mask) << (i % 64);
-    }
-    for (; i < hi; ++i) {
-      if constexpr (kCheck) rc.add(p[i]);
-      word |= static_cast<std::uint64_t>((p[i - 1] + p[i]) + p[i + 1] >= cut) << (i % 64);
-    }
-    bits[w] = word;
-  }
-  if constexpr (kCheck)
-    for (int j = 0; j < 4; ++j) rc.vmin = std::min(rc.vmin, vmin[j]), rc.vmax = std::max(rc.vmax, vmax[j]), rc.probe += probe[j];
-}
-// Eight bits per compare, straight from the mask register, a byte of `bits` each (same sums,
-// same order). One load per eight samples: the neighbours p[i-1..i+6] and p[i+1..i+8] are
-// shifted in from the vectors before and after (valignq). Three unaligned 64-byte loads per
-// eight samples, as the AVX2 body does with 32-byte ones, split a cache line each almost
-// every time, and measured slower than the AVX2 body (busy_bits 975 -> 1,328 profile samples).
-template <bool kCheck>
-EPOCHCAST_AVX512 void busy_bits_avx512(const double* p, std::size_t n, double cut, std::uint64_t* bits, std::size_t words,
-                                       RangeCheck& rc) {
-  (void)words;
-  const __m512d vcut = _mm512_set1_pd(cut);
-  V8 vmin = splat8(rc.vmin), vmax = splat8(rc.vmax), probe = splat8(0);
-  // Interior samples are 1 .. n-2. Vector blocks [i, i + 8) for i = 8, 16, ... while
-  // i + 8 <= n - 1 (their right neighbours exist); the rest one by one.
-  auto one = [&](std::size_t i) __attribute__((always_inline)) {
-    if constexpr (kCheck) rc.add(p[i]);
-    bits[i / 64] |= static_cast<std::uint64_t>((p[i - 1] + p[i]) + p[i + 1] >= cut) << (i % 64);
-  };
-  const std::size_t end = n >= 2 ? n - 1 : 1;  // one past the last interior sample
-  std::size_t i = 1;
-  for (; i < std::min<std::size_t>(8, end); ++i) one(i);
-  if (i == 8 && i + 8 <= end) {
-    auto* byte = reinterpret_cast<unsigned char*>(bits);  // little-endian: byte k holds bits 8k..8k+7
-    __m512d prev = _mm512_loadu_pd(p), mid = _mm512_loadu_pd(p + 8);
-    for (; i + 8 <= end; i += 8) {
-      __builtin_prefetch(p + i + 2048);  // 16 KiB ahead, as the time sweep
-      // p[i + 8 .. i + 15]: whole while inside, else only the lanes that exist (no fault).
-      const __m512d next = i + 16 <= n ? _mm512_loadu_pd(p + i + 8)
-                                       : _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << (n - i - 8)) - 1), p + i + 8);
-      // (maskz with every lane: the plain form's undefined pass-through trips -Wmaybe-uninitialized)
-      const __m512d left = _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(mid), _mm512_castpd_si512(prev), 7));
-      const __m512d right = _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(next), _mm512_castpd_si512(mid), 1));
-      const V8 m = reinterpret_cast<V8>(mid);
-      if constexpr (kCheck) {
-        vmin = m < vmin ? m : vmin;
-        vmax = m > vmax ? m : vmax;
-        probe += m - m;
-      }
-      const V8 sum3 = (reinterpret_cast<V8>(left) + m) + reinterpret_cast<V8>(right);
-      byte[i / 8] = static_cast<unsigned char>(_mm512_cmp_pd_mask(reinterpret_cast<__m512d>(sum3), vcut, _CMP_GE_OQ));
-      prev = mid;
-      mid = next;
-    }
-  }
-  for (; i < end; ++i) one(i);
-  if constexpr (kCheck)
-    for (int j = 0; j < 8; ++j) rc.vmin = std::min(rc.vmin, vmin[j]), rc.vmax = std::max(rc.vmax, vmax[j]), rc.probe += probe[j];
-}
-#endif
 }  // namespace
 
 namespace {
@@ -1519,10 +915,6 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_above_impl(std::span<const
   const double* p = a.data();
   if (exact_cut) {
     auto sweep = [&]<bool kCheck>() {
-#if EPOCHCAST_AVX2_DISPATCH
-      if (use_avx512()) return busy_bits_avx512<kCheck>(p, n, cut, bits.data(), bits.size(), rc);
-      if (use_avx2()) return busy_bits_avx2<kCheck>(p, n, cut, bits.data(), bits.size(), rc);
-#endif
       busy_bits_base<kCheck>(p, n, cut, bits.data(), bits.size(), rc);
     };
     if (check) {

@@ -254,7 +254,6 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   auto t0 = std::chrono::steady_clock::now();
   DetectRequest detect;
   detect.min_confidence = request.min_detection_confidence;
-  detect.null_test = request.null_test;
   report.source.detected = detect_epochs(trace, to_detect_options(detect));
   if (times) times->detect_s = seconds_since(t0);
 

@@ -120,7 +120,6 @@ DetectOptions to_detect_options(const DetectRequest& request) {
   options.min_period_s = request.min_period_s;
   options.max_period_s = request.max_period_s;
   options.whole_trace = request.whole_trace;
-  options.null_test = request.null_test;
   return options;
 }
 

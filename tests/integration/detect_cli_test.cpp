@@ -196,24 +196,30 @@ TEST(DetectCli, FollowPrintsUpdatedEstimatesOnAGrowingFileAndStopsWhenIdle) {
 
 }  // namespace
 
-// --null-test reaches the detector through the service: the null-tested search confirms the
-// CPU-loader run (its default-mode confidence is lower) and abstains where the default finds a
-// 4-epoch period it cannot tell from its nulls, or where there is no signature at all.
-TEST(DetectCli, NullTestFlagSelectsTheNullTestedSearch) {
-  const auto detect = [](const std::string& name, const std::string& flags) {
-    const CliRun r = run("detect " + kData + "/h200/" + name + ".smi.csv --json " + flags);
+// The CLI's detector is the null-tested one (the whole-region search arbitrates): it confirms
+// the CPU-loader run outright, accepts vgg16's 4-epoch period only as an agreement of two
+// proposers (its search does not beat every null on 3 inner boundaries), and abstains where
+// there is no signature at all.
+TEST(DetectCli, DefaultDetectorIsTheNullTestedSearch) {
+  const auto detect = [](const std::string& name) {
+    const CliRun r = run("detect " + kData + "/h200/" + name + ".smi.csv --json");
     EXPECT_EQ(r.status, 0) << r.out;
     const auto start = r.out.find('{');  // stderr (host-log note) comes first in the merged output
     return nlohmann::json::parse(r.out.substr(start == std::string::npos ? 0 : start));
   };
-  const auto r18 = detect("resnet18_32_bs128_cpuloader", "--null-test");
+  const auto r18 = detect("resnet18_32_bs128_cpuloader");
   ASSERT_TRUE(r18["found"].get<bool>());
   const double truth = truth_period(kData + "/h200/resnet18_32_bs128_cpuloader.truth.json");
   EXPECT_LE(std::abs(r18["period_s"].get<double>() - truth) / truth, 0.03);
-  EXPECT_GE(r18["confidence"].get<double>(), 0.85);
-  EXPECT_NE(r18["reason"].get<std::string>().find("whole-region"), std::string::npos) << r18["reason"];
+  EXPECT_GE(r18["confidence"].get<double>(), 0.95);
+  EXPECT_NE(r18["reason"].get<std::string>().find("confirmed by the whole-region"), std::string::npos) << r18["reason"];
 
-  EXPECT_TRUE(detect("vgg16_224_bs32_fp32", "")["found"].get<bool>());
-  EXPECT_FALSE(detect("vgg16_224_bs32_fp32", "--null-test")["found"].get<bool>());
-  EXPECT_FALSE(detect("mobilenetv2_224_bs128_noval", "--null-test")["found"].get<bool>());
+  const auto vgg = detect("vgg16_224_bs32_fp32");
+  ASSERT_TRUE(vgg["found"].get<bool>());
+  const double vgg_truth = truth_period(kData + "/h200/vgg16_224_bs32_fp32.truth.json");
+  EXPECT_LE(std::abs(vgg["period_s"].get<double>() - vgg_truth) / vgg_truth, 0.03);
+  EXPECT_NE(vgg["reason"].get<std::string>().find("best hypothesis agrees"), std::string::npos) << vgg["reason"];
+  EXPECT_FALSE(detect("mobilenetv2_224_bs128_noval")["found"].get<bool>());
+  // The opt-in flag of the earlier build is gone: one detector.
+  EXPECT_NE(run("detect " + kData + "/h200/vgg16_224_bs32_fp32.smi.csv --null-test").status, 0);
 }

@@ -323,15 +323,17 @@ TEST(Predict, GivenEpochTimePredictsWhenDetectionAbstains) {
   EXPECT_EQ(run("predict " + data("vgg16_224_bs32_fp32.smi.csv") + " --epoch-s 1e308").status, 2);
 }
 
-// An operator can accept weaker detection evidence on purpose: lenet5's unconfirmed period
-// (chance alignment p ~ 2 %, confidence ~0.43) then gives predictions, flagged and widened.
+// An operator can accept weaker detection evidence on purpose: lenet5's period, which the
+// other proposers find at a lowered bar but the whole-region search does not support against
+// its nulls (confidence ~0.2), gives predictions at a bar at that confidence, flagged and widened.
 TEST(Predict, LowerDetectionBarPredictsFromWeakEvidenceWithAWarning) {
   const nlohmann::json strict = predict_json("lenet5_28_bs64_fp32");
   ASSERT_FALSE(strict["source"]["detected"]["found"].get<bool>()) << strict["source"]["detected"].dump();
-  const double guess = strict["source"]["detected"]["confidence"].get<double>();
-  ASSERT_GT(guess, 0.3);
-
-  const nlohmann::json j = predict_json("lenet5_28_bs64_fp32", "--min-confidence 0.3");
+  EXPECT_LT(strict["source"]["detected"]["confidence"].get<double>(), 0.5);
+  const double bar = 0.15;
+  const nlohmann::json j = predict_json("lenet5_28_bs64_fp32", "--min-confidence " + std::to_string(bar));
+  ASSERT_GE(j["source"]["detected"]["confidence"].get<double>(), bar) << j["source"]["detected"].dump();
+  EXPECT_LT(j["source"]["detected"]["confidence"].get<double>(), 0.5);
   ASSERT_TRUE(j["source"]["detected"]["found"].get<bool>()) << j["source"]["detected"].dump();
   const double truth_s = truth("lenet5_28_bs64_fp32")["mean_epoch_s"].get<double>();
   EXPECT_NEAR(j["source"]["measured_epoch_s"].get<double>(), truth_s, 0.03 * truth_s);

@@ -27,11 +27,6 @@ struct DetectOptions {
   double max_period_s = 0;
   // Analyse the whole trace instead of the busy region only.
   bool whole_trace = false;
-  // Issue 23: report a period only when the whole-region search beats its nulls (99 phase-
-  // randomised surrogates and 19 block-scrambled copies; docs/detection.md "Whole-region search").
-  // Off by default until the lead switches it on: on three of the five shared traces with a
-  // signature it abstains, and predict then has no period.
-  bool null_test = false;
 };
 
 [[nodiscard]] Segmentation detect_epochs(const Trace& trace, const DetectOptions& options = {});

@@ -65,10 +65,6 @@ struct DetectRequest {
   double min_period_s = 0;      // bounds of the period searched, seconds; 0 = no bound
   double max_period_s = 0;
   bool whole_trace = false;     // the whole trace, not only its busy region
-  // Report a period only when the whole-region search beats its nulls (phase-randomised and
-  // block-scrambled copies; docs/detection.md "Whole-region search"): far fewer confident wrong
-  // answers, far fewer finds on 4-epoch traces. Off by default until its recall is better.
-  bool null_test = false;
 
   void validate() const;
 };
@@ -85,8 +81,6 @@ struct PredictRequest {
   // Detection's bar for "found". Lower accepts weaker evidence; the confidence still widens
   // the intervals and is named in the warnings.
   double min_detection_confidence = 0.5;
-  // DetectRequest::null_test for the detection predict runs.
-  bool null_test = false;
   // The operator's job key: runs of one key on different GPU types become measured pairs in
   // the job store (docs/store.md). Needs ServiceConfig::store_path.
   std::string job_key;

@@ -16,7 +16,6 @@ namespace {
 
 DetectOptions null_tested() {
   DetectOptions o;
-  o.null_test = true;
   return o;
 }
 

@@ -1,5 +1,5 @@
-// The shared real traces with DetectOptions::null_test (issue 23): found and right, or
-// abstained with the best guess within 3 % and the null named; resnet18 must stay confirmed;
+// The shared real traces through the default (null-tested) detector (issue 23): found and right;
+// resnet18 must stay confirmed;
 // the run without a signature abstains; bad input still says why.
 #include <gtest/gtest.h>
 
@@ -15,7 +15,6 @@ namespace {
 
 DetectOptions null_tested() {
   DetectOptions o;
-  o.null_test = true;
   return o;
 }
 
@@ -23,18 +22,27 @@ const std::string kDir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
 
 class NullTestedReal : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(NullTestedReal, RightOrAbstainWithTheRightGuess) {
+// Every shared trace with a boundary signature that is not launch-bound is found within 3 %
+// (issue 23's target): resnet18 confirmed, the 4-epoch vgg16, resnet50 and effnetb0 by the
+// agreeing class (its search beats 75-90 % of the nulls; kRegionTypicalAlpha 0.25).
+TEST_P(NullTestedReal, FoundWithinThreePercent) {
   const auto base = testing::load_real_base(kDir, GetParam());
   const auto seg = detect_epochs(base.with_host, null_tested());
   const double truth = base.truth.period_s;
-  if (seg.found) {
-    EXPECT_LE(std::abs(seg.period_s - truth) / truth, 0.03) << seg.reason;
-    EXPECT_LE(testing::median_boundary_error_s(base.truth.epochs, seg.epochs), 0.5) << seg.reason;
-  } else {
-    EXPECT_LT(seg.confidence, 0.5);
-    EXPECT_LE(std::abs(seg.candidate_period_s - truth) / truth, 0.03) << seg.reason;
-    EXPECT_NE(seg.reason.find("beats the null"), std::string::npos) << seg.reason;
-  }
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_GE(seg.confidence, 0.9) << seg.reason;
+  EXPECT_LE(std::abs(seg.period_s - truth) / truth, 0.03) << seg.reason;
+  EXPECT_LE(testing::median_boundary_error_s(base.truth.epochs, seg.epochs), 0.5) << seg.reason;
+  EXPECT_NE(seg.reason.find("whole-region search"), std::string::npos) << seg.reason;
+}
+
+// Launch-bound lenet5: found within 3 % or abstained below 0.5 (never confidently wrong).
+TEST(NullTestedReal, LaunchBoundAbstainsOrRight) {
+  const auto base = testing::load_real_base(kDir, "lenet5_28_bs64_fp32");
+  const auto seg = detect_epochs(base.with_host, null_tested());
+  const double truth = base.truth.period_s;
+  if (seg.found) EXPECT_LE(std::abs(seg.period_s - truth) / truth, 0.03) << seg.reason;
+  else EXPECT_LT(seg.confidence, 0.5) << seg.reason;
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, NullTestedReal,

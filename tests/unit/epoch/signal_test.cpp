@@ -31,24 +31,9 @@ std::vector<double> random_series(std::size_t n, std::uint64_t seed) {
   return x;
 }
 
-// Runs a test with the kernels forced onto one path, restoring the choice afterwards.
-class Signal : public ::testing::TestWithParam<Simd> {
- protected:
-  void SetUp() override {
-    if (!simd_available(GetParam())) GTEST_SKIP() << "this processor lacks the path";
-    previous_ = set_simd(GetParam());
-    ASSERT_EQ(simd(), GetParam());
-  }
-  void TearDown() override { set_simd(previous_); }
-  Simd previous_ = Simd::kBaseline;
-};
-std::string path_name(Simd s) {
-  return s == Simd::kAvx512 ? "Avx512" : s == Simd::kAvx2 ? "Avx2" : "Baseline";
-}
-INSTANTIATE_TEST_SUITE_P(Paths, Signal, ::testing::Values(Simd::kBaseline, Simd::kAvx2, Simd::kAvx512),
-                         [](const auto& info) { return path_name(info.param); });
+class Signal : public ::testing::Test {};
 
-TEST_P(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
+TEST_F(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
   for (std::size_t n : {1u, 2u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 64u, 65u, 1001u}) {
     auto y = random_series(n, n);
     const double base = 48, slope = 0.01, inv = 1.0 / 15, clip = 1.5;
@@ -77,7 +62,7 @@ TEST_P(Signal, AffineClipPyramidMatchesScalarLevelsAndCountsBadReadings) {
   }
 }
 
-TEST_P(Signal, CountOutsideAndLineSums) {
+TEST_F(Signal, CountOutsideAndLineSums) {
   for (std::size_t n : {0u, 1u, 2u, 5u, 8u, 13u, 1000u}) {
     auto y = random_series(n, 7 + n);
     std::size_t outside = 0;
@@ -95,7 +80,7 @@ TEST_P(Signal, CountOutsideAndLineSums) {
   }
 }
 
-TEST_P(Signal, SubtractMovingAverageMatchesMovingAverage) {
+TEST_F(Signal, SubtractMovingAverageMatchesMovingAverage) {
   for (std::size_t n : {1u, 3u, 4u, 5u, 17u, 100u, 1003u})
     for (std::size_t width : {1u, 2u, 3u, 8u, 31u}) {
       auto x = random_series(n, n * 31 + width);
@@ -106,7 +91,7 @@ TEST_P(Signal, SubtractMovingAverageMatchesMovingAverage) {
     }
 }
 
-TEST_P(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
+TEST_F(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
   std::vector<double> t(101);
   for (std::size_t i = 0; i < t.size(); ++i) t[i] = 0.1 * static_cast<double>(i);
   bool grid = false;
@@ -125,7 +110,7 @@ TEST_P(Signal, CheckTimestampsFindsFirstBadSampleAndGrid) {
   EXPECT_EQ(check_timestamps(t, 0.1, 0.005, grid), 0u);
 }
 
-TEST_P(Signal, AutocorrelationMatchesDirectSum) {
+TEST_F(Signal, AutocorrelationMatchesDirectSum) {
   // Lags swept four at a time: every remainder of lags and of samples, lags past the end.
   for (std::size_t n : {3u, 5u, 9u, 22u, 23u, 24u, 25u, 777u}) {
     auto x = random_series(n, 3 + n);
@@ -152,7 +137,7 @@ TEST_P(Signal, AutocorrelationMatchesDirectSum) {
 // The windowed sweep (levels 0-3 stored over part of their range, level 4 whole) gives the
 // same values as the whole sweep and scalar pairwise means, for every tail length (n mod 16),
 // store ranges that start and end inside a block or reach into the tail, and an index offset.
-TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
+TEST_F(Signal, WindowedPyramidSweepMatchesWholeLevels) {
   for (std::size_t n = 0; n < 80; ++n) {
     for (std::size_t first : {0u, 5u}) {
       auto y = random_series(n + 200, n * 3 + first);
@@ -204,7 +189,7 @@ TEST_P(Signal, WindowedPyramidSweepMatchesWholeLevels) {
   }
 }
 
-TEST_P(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
+TEST_F(Signal, QuantileIsExactOnLongTiedAndSkewedInput) {
   std::mt19937_64 rng(11);
   // Long ones too: the pivot walk wraps around many times, and two selections (not a sort)
   // pick the bracketing pivots.
@@ -247,7 +232,7 @@ TEST(SignalSum, InlineSumKeepsItsPartialSumOrder) {
   EXPECT_EQ(sum(std::span<const double>()), 0.0);
 }
 
-TEST_P(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
+TEST_F(Signal, CentredAutocorrelationMatchesHighPassMeanAndAcf) {
   for (std::size_t n : {1u, 2u, 7u, 64u, 1001u, 4099u})
     for (std::size_t width : {0u, 3u, 8u, 60u}) {
       const auto x = random_series(n, n + width);
@@ -394,7 +379,7 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_by_bytes(const std::vector
   return runs;
 }
 
-TEST_P(Signal, RunsAboveMatchesCentredMeanLoop) {
+TEST_F(Signal, RunsAboveMatchesCentredMeanLoop) {
   std::mt19937_64 rng(5);
   for (std::size_t n = 0; n < 200; ++n)
     // The last five take the division fallback (3 * threshold is not finite, or NaN).
@@ -418,7 +403,7 @@ TEST_P(Signal, RunsAboveMatchesCentredMeanLoop) {
 
 // The busy-run sweep's range check (the activity channel is checked there, not in a pass of
 // its own): the same runs as without it, and bad readings found at every position.
-TEST_P(Signal, RunsAboveWithRangeCheckFindsBadReadingsAnywhere) {
+TEST_F(Signal, RunsAboveWithRangeCheckFindsBadReadingsAnywhere) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   std::mt19937_64 rng(11);
   for (std::size_t n = 1; n < 140; ++n) {
@@ -480,7 +465,7 @@ TEST(SampleLayout, ShortSeriesWholeLongSeriesInEvenBlocks) {
   EXPECT_EQ(quantile_sampled(short_ramp, 0.5), quantile(short_ramp, 0.5));
 }
 
-TEST_P(Signal, FastChecksFindNaNAndInfinityAnywhere) {
+TEST_F(Signal, FastChecksFindNaNAndInfinityAnywhere) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   for (std::size_t n = 1; n < 40; ++n)
     for (std::size_t at = 0; at < n; ++at)
@@ -500,16 +485,6 @@ TEST_P(Signal, FastChecksFindNaNAndInfinityAnywhere) {
 }
 
 
-// ---- The two dispatch paths against each other, bit for bit ----
-
-template <class F>
-auto on_path(Simd s, F&& f) {
-  const Simd prev = set_simd(s);
-  auto r = f();
-  set_simd(prev);
-  return r;
-}
-
 // Same bits, or both NaN.
 template <class A, class B>
 void expect_same_bits(const A& a, const B& b, const std::string& what) {
@@ -520,141 +495,6 @@ void expect_same_bits(const A& a, const B& b, const std::string& what) {
   }
 }
 
-// A vector path (GetParam()) against the baseline; skipped where the processor lacks it
-// (CI's may have no AVX-512).
-class SignalPaths : public ::testing::TestWithParam<Simd> {
- protected:
-  void SetUp() override {
-    if (!simd_available(GetParam()))
-      GTEST_SKIP() << "no " << path_name(GetParam()) << " on this processor: nothing to compare with the baseline";
-  }
-};
-INSTANTIATE_TEST_SUITE_P(Vector, SignalPaths, ::testing::Values(Simd::kAvx2, Simd::kAvx512),
-                         [](const auto& info) { return path_name(info.param); });
-
-TEST(SignalDispatch, SetSimdFallsBackAndRestores) {
-  const Simd before = simd();
-  EXPECT_EQ(set_simd(Simd::kBaseline), before);
-  EXPECT_EQ(simd(), Simd::kBaseline);
-  set_simd(Simd::kAvx2);
-  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
-  set_simd(Simd::kAvx512);
-  EXPECT_EQ(simd(), simd_available(Simd::kAvx512) ? Simd::kAvx512 : Simd::kBaseline);
-  EXPECT_TRUE(simd_available(Simd::kBaseline));
-  // AVX-512 here means F, DQ, VL and BW, and implies AVX2 (its path uses AVX2 bodies too).
-  if (simd_available(Simd::kAvx512)) EXPECT_TRUE(simd_available(Simd::kAvx2));
-  set_simd(before);
-  EXPECT_EQ(simd(), before);
-}
-
-// EPOCHCAST_SIMD=baseline forces the baseline path, =avx2 caps the choice at AVX2; unset (or
-// any other value) the processor decides: the widest path it has.
-TEST(SignalDispatch, EnvironmentForcesTheBaseline) {
-  const Simd before = simd();
-  const char* old = std::getenv("EPOCHCAST_SIMD");
-  const std::string saved = old ? old : "";
-  const Simd best = simd_available(Simd::kAvx512) ? Simd::kAvx512
-                    : simd_available(Simd::kAvx2) ? Simd::kAvx2
-                                                  : Simd::kBaseline;
-  ::setenv("EPOCHCAST_SIMD", "baseline", 1);
-  reset_simd();
-  EXPECT_EQ(simd(), Simd::kBaseline);
-  ::setenv("EPOCHCAST_SIMD", "avx2", 1);
-  reset_simd();
-  EXPECT_EQ(simd(), simd_available(Simd::kAvx2) ? Simd::kAvx2 : Simd::kBaseline);
-  ::setenv("EPOCHCAST_SIMD", "avx512", 1);
-  reset_simd();
-  EXPECT_EQ(simd(), best);
-  ::unsetenv("EPOCHCAST_SIMD");
-  reset_simd();
-  EXPECT_EQ(simd(), best);
-  if (old) ::setenv("EPOCHCAST_SIMD", saved.c_str(), 1);
-  set_simd(before);
-}
-
-// Bad readings (NaN, implausible, infinite) at `at` positions: the head, the middle and
-// every position of the last 20 (the vector tails of both paths).
-std::vector<std::size_t> bad_positions(std::size_t n) {
-  std::vector<std::size_t> at;
-  if (n == 0) return at;
-  at.push_back(0);
-  at.push_back(n / 2);
-  for (std::size_t i = n > 20 ? n - 20 : 0; i < n; ++i) at.push_back(i);
-  return at;
-}
-
-TEST_P(SignalPaths, PyramidSweepIsBitIdentical) {
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
-  // Short series of 0-41 samples (no whole block, one or two blocks with every tail), then
-  // 150-249 (several blocks, store ranges cutting the sweep into segments).
-  std::vector<std::size_t> sizes;
-  for (std::size_t size = 0; size <= 41; ++size) sizes.push_back(size);
-  for (std::size_t n = 0; n < 100; n += (n < 70 ? 1 : 7)) sizes.push_back(n + 150);
-  for (const std::size_t size : sizes) {
-    const std::size_t n = size >= 150 ? size - 150 : size;
-    const auto y0 = random_series(size, 1000 + size);
-    for (std::size_t trial = 0; trial < 4; ++trial) {
-      auto y = y0;
-      // trial 0: clean; 1-3: one NaN / implausible / -inf reading, moved through the tail.
-      const auto positions = bad_positions(y.size());
-      for (std::size_t pi = 0; pi < (trial == 0 ? 1 : positions.size()); ++pi) {
-        auto bad = y;
-        if (trial > 0) bad[positions[pi]] = trial == 1 ? kNaN : trial == 2 ? 3e9 : -kInf;
-        PyramidStore want;
-        for (std::size_t l = 0; l < 4; ++l) {
-          const std::size_t len = bad.size() >> l;
-          want[l] = {std::min(len, (n / 5) >> l), std::min(len, ((n / 5) >> l) + 9 + n / 3)};
-        }
-        struct Out {
-          std::size_t count;
-          std::array<Buffer, 4> levels;
-          std::array<std::size_t, 4> from;
-          Buffer level4, level5;
-        };
-        auto run = [&] {
-          Out o{};
-          o.count = affine_clip_pyramid(bad, 3, 48, 0.013, 1.0 / 17, 2.5, -1e9, 1e9, want, o.levels, o.from, &o.level4,
-                                        &o.level5);
-          return o;
-        };
-        const Out a = on_path(Simd::kBaseline, run), b = on_path(GetParam(), run);
-        const std::string what = "n " + std::to_string(n) + " trial " + std::to_string(trial) + " pos " + std::to_string(pi);
-        EXPECT_EQ(a.count, b.count) << what;
-        EXPECT_EQ(a.count, trial == 0 ? 0u : 1u) << what;
-        EXPECT_EQ(a.from, b.from) << what;
-        for (std::size_t l = 0; l < 4; ++l) expect_same_bits(a.levels[l], b.levels[l], what + " level " + std::to_string(l));
-        expect_same_bits(a.level4, b.level4, what + " level 4");
-        expect_same_bits(a.level5, b.level5, what + " level 5");
-        EXPECT_EQ(on_path(Simd::kBaseline, [&] { return count_outside(bad, -1e9, 1e9); }),
-                  on_path(GetParam(), [&] { return count_outside(bad, -1e9, 1e9); }))
-            << what;
-      }
-    }
-  }
-}
-
-// The quantile's bracket sweep (compress on AVX-512, a permute table on AVX2) keeps the values
-// between the pivots in their order, so even a selection among signed zeros returns the same
-// bits on every path; its counts decide the rank. Sizes 2048-2089 (the bracket's shortest
-// inputs, every vector tail), ties, signed zeros, and values equal to the pivots.
-TEST_P(SignalPaths, QuantileBracketIsBitIdentical) {
-  std::mt19937_64 rng(23);
-  for (std::size_t n = 2048; n <= 2089; ++n)
-    for (int kind = 0; kind < 3; ++kind) {
-      std::vector<double> x(n);
-      for (auto& v : x) {
-        const int u = std::uniform_int_distribution<int>(0, 19)(rng);
-        const double c = std::uniform_real_distribution<double>(-1, 1)(rng);
-        // kind 1: 10 % zeros of both signs around the median, strictly inside the bracket.
-        v = kind == 0 ? c : kind == 1 ? (u == 0 ? -0.0 : u == 1 ? 0.0 : c) : static_cast<double>(u % 4);
-      }
-      for (double q : {0.0, 0.1, 0.3, 0.5, 0.77, 1.0}) {
-        auto run = [&] { return std::vector<double>{quantile(x, q)}; };
-        expect_same_bits(on_path(Simd::kBaseline, run), on_path(GetParam(), run),
-                         "n " + std::to_string(n) + " kind " + std::to_string(kind) + " q " + std::to_string(q));
-      }
-    }
-}
 
 // Round 8's quantile (one pivot bracket, then nth_element over the kept values in input order),
 // the reference for the second bracket round: the same bits, signed zeros included.
@@ -705,7 +545,7 @@ double quantile_one_bracket(const std::vector<double>& x, double q) {
 // up) returns round 8's bits on every path: sizes around the threshold and 16,384 (the block
 // subsample) with every vector tail, continuous values, ties, zeros of both signs where the
 // quantile lands (the fall-back to nth_element decides their sign), values on the pivots.
-TEST_P(Signal, QuantileSecondBracketMatchesOneBracketSelection) {
+TEST_F(Signal, QuantileSecondBracketMatchesOneBracketSelection) {
   std::mt19937_64 rng(31);
   std::size_t second_round = 0;
   for (std::size_t n : {2047u, 2048u, 12000u, 13100u, 13200u, 16377u, 16378u, 16379u, 16380u, 16381u, 16382u, 16383u,
@@ -738,7 +578,7 @@ TEST_P(Signal, QuantileSecondBracketMatchesOneBracketSelection) {
 // tail, a block of 1 (the plain loop), fractional mean indices, an infinite value. (Fails when
 // the fast path folds the partial sums in another order: "n 1000 max 64 ... 3829.6441760876396
 // vs 3829.6441760876401".)
-TEST_P(Signal, BlockLineSumsMatchRunningIndexLoop) {
+TEST_F(Signal, BlockLineSumsMatchRunningIndexLoop) {
   std::mt19937_64 rng(5);
   for (std::size_t n : {40u, 1000u, 70000u, 864000u, 3000001u})
     for (std::size_t max_count : {16u, 31u, 32u, 48u, 64u, 80u, 96u, 112u, 4096u, 16368u, 16384u, 16400u}) {
@@ -770,113 +610,6 @@ TEST_P(Signal, BlockLineSumsMatchRunningIndexLoop) {
     }
 }
 
-TEST_P(SignalPaths, AutocorrelationsAndHalvingAreBitIdentical) {
-  for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 15u, 16u, 17u, 31u, 33u, 64u, 1001u,
-                        4099u, 32768u}) {
-    const auto x = random_series(n, 77 + n);
-    for (std::size_t lo : {1u, 2u, 6u, 8u})
-      for (std::size_t hi : {lo, lo + 1, lo + 2, lo + 3, lo + 4, lo + 7, std::size_t{16}, std::size_t{40}}) {
-        const std::string what = std::to_string(n) + " lags " + std::to_string(lo) + ".." + std::to_string(hi);
-        auto acf = [&] {
-          std::vector<double> r;
-          autocorrelation(x, lo, hi, r);
-          return r;
-        };
-        expect_same_bits(on_path(Simd::kBaseline, acf), on_path(GetParam(), acf), what);
-        for (std::size_t width : {0u, 3u, 8u, 64u}) {
-          auto centred = [&] {
-            Buffer work;
-            std::vector<double> r;
-            centred_autocorrelation(x, width, lo, hi, work, r);
-            r.insert(r.end(), work.begin(), work.end());  // the high-passed, centred window too
-            return r;
-          };
-          expect_same_bits(on_path(Simd::kBaseline, centred), on_path(GetParam(), centred),
-                           what + " width " + std::to_string(width));
-        }
-      }
-    auto half = [&] { return halve(x); };
-    expect_same_bits(on_path(Simd::kBaseline, half), on_path(GetParam(), half), "halve " + std::to_string(n));
-  }
-}
-
-TEST_P(SignalPaths, TimestampChecksAndBusyRunsAgree) {
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
-  std::mt19937_64 rng(9);
-  for (std::size_t n = 0; n < 90; ++n) {
-    std::vector<double> t(n);
-    for (std::size_t i = 0; i < n; ++i)
-      t[i] = 0.1 * static_cast<double>(i) + std::uniform_real_distribution<double>(-0.004, 0.004)(rng);
-    for (const std::size_t at : bad_positions(n))
-      for (double bad : {kNaN, kInf, -kInf, 1e6, -1.0, t[at] + 0.007}) {
-        auto u = t;
-        u[at] = bad;
-        auto check = [&] {
-          bool grid = false;
-          const std::size_t i = check_timestamps(u, 0.1, 0.005, grid);
-          return std::pair{i, grid};
-        };
-        EXPECT_EQ(on_path(Simd::kBaseline, check), on_path(GetParam(), check)) << n << " at " << at << " " << bad;
-      }
-    for (double threshold : {0.5, 1.0 / 3.0, 1.5, 50.0}) {
-      std::vector<double> a(n * 3 + 1);
-      for (auto& v : a) v = static_cast<double>(std::uniform_int_distribution<int>(0, 3)(rng)) * 0.5;
-      auto runs = [&] { return runs_above(a, threshold); };
-      EXPECT_EQ(on_path(Simd::kBaseline, runs), on_path(GetParam(), runs)) << n << " " << threshold;
-      for (const std::size_t at : bad_positions(a.size()))
-        for (double bad : {kNaN, 9.0, 0.25}) {  // 0.25: inside the range, nothing to find
-          auto b = a;
-          b[at] = bad;
-          auto checked = [&] {
-            bool inside = true;
-            auto r = runs_above(b, threshold, 0, 2, inside);
-            return std::pair{r, inside};
-          };
-          const auto base = on_path(Simd::kBaseline, checked);
-          EXPECT_EQ(base, on_path(GetParam(), checked)) << n << " at " << at << " " << bad;
-          EXPECT_EQ(base.second, bad == 0.25) << n << " at " << at << " " << bad;
-        }
-    }
-  }
-}
-
-// The whole detector on both paths: the six real traces (with their host logs) and long
-// synthetic traces (levels 0-3 stored only in their ACF windows) give the same result, bit for bit.
-void expect_same_segmentation(Simd path, const Trace& trace, const std::string& what) {
-  auto run = [&] { return detect_epochs(trace); };
-  const Segmentation a = on_path(Simd::kBaseline, run), b = on_path(path, run);
-  EXPECT_EQ(a.found, b.found) << what;
-  EXPECT_EQ(a.reason, b.reason) << what;
-  expect_same_bits(std::vector<double>{a.period_s, a.confidence, a.period_samples, a.candidate_period_s,
-                                       a.training_start_s, a.training_end_s},
-                   std::vector<double>{b.period_s, b.confidence, b.period_samples, b.candidate_period_s,
-                                       b.training_start_s, b.training_end_s},
-                   what);
-  ASSERT_EQ(a.epochs.size(), b.epochs.size()) << what;
-  for (std::size_t k = 0; k < a.epochs.size(); ++k) {
-    EXPECT_EQ(a.epochs[k].start_s, b.epochs[k].start_s) << what << " epoch " << k;
-    EXPECT_EQ(a.epochs[k].end_s, b.epochs[k].end_s) << what << " epoch " << k;
-  }
-  EXPECT_EQ(a.channels, b.channels) << what;
-}
-
-TEST_P(SignalPaths, DetectorGivesTheSameResultOnRealAndLongTraces) {
-  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
-  for (const char* name : {"effnetb0_224_bs64_ckpt_500ms", "lenet5_28_bs64_fp32", "mobilenetv2_224_bs128_noval",
-                           "resnet18_32_bs128_cpuloader", "resnet50_224_bs256_bf16", "vgg16_224_bs32_fp32"}) {
-    ReadOptions options;
-    options.host_path = dir + name + ".host.csv";
-    expect_same_segmentation(GetParam(), read_trace(dir + name + ".smi.csv", options), name);
-  }
-  for (std::uint64_t seed : {1u, 2u}) {
-    SyntheticSpec spec;
-    spec.interval_s = 0.1;
-    spec.period_s = 600;
-    spec.epochs = 24;  // 144,000+ samples per channel: levels 0-3 kept only in their ACF windows
-    spec.event_duty = 0.03;
-    expect_same_segmentation(GetParam(), make_synthetic_trace(spec, seed).trace, "synthetic seed " + std::to_string(seed));
-  }
-}
 
 }  // namespace
 }  // namespace epochcast::signal
