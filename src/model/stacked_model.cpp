@@ -48,10 +48,45 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-// The figures correction_shrink compares with the training GPUs' range.
-std::vector<double> shrink_specs(const GpuSpec& g) {
-  const double fp16 = g.tensor_fp16_tflops > 0 ? g.tensor_fp16_tflops : g.fp32_tflops;
-  return {std::log(g.fp32_tflops), std::log(fp16), std::log(g.memory_bandwidth_gbs)};
+// The figures correction_shrink compares with the training GPUs' range: the two a job's time
+// meets, the compute peak of its precision (compute_path: TF32 tensor for fp32 code where the GPU
+// has it) and the memory bandwidth. The training range is taken at kAuto, the bundled jobs' fp32
+// code; a fp16 job on a GPU of the range meets another peak and so counts as outside it.
+std::vector<double> shrink_specs(const GpuSpec& g, Precision precision) {
+  return {std::log(compute_path(precision, g).tflops), std::log(g.memory_bandwidth_gbs)};
+}
+
+// Log excess of a pair's figures over the range [lo, hi] (0 inside).
+double spec_excess(const std::vector<double>& lo, const std::vector<double>& hi, const GpuSpec& source,
+                   const GpuSpec& target, Precision precision) {
+  double excess = 0;
+  for (const GpuSpec* g : {&source, &target}) {
+    const std::vector<double> v = shrink_specs(*g, precision);
+    for (std::size_t k = 0; k < v.size() && k < lo.size(); ++k) excess = std::max({excess, lo[k] - v[k], v[k] - hi[k]});
+  }
+  return excess;
+}
+
+// The correction kept at a log excess: all of it up to the excess the GPU-held-out folds
+// validated, then less by 1 / span per log unit beyond (0: prior alone).
+double shrink_at(double excess, double trusted_log, double span_log) {
+  if (!(span_log > 0)) return 1.0;
+  return std::clamp(1.0 - std::max(0.0, excess - trusted_log) / span_log, 0.0, 1.0);
+}
+
+// Candidates for the trusted excess are 0, 0.1, 0.2, … up to the largest excess a GPU-held-out
+// fold showed: no evidence beyond it (unit test StackedModel.TrustedExcessIsChosenOnGpuFolds).
+constexpr double kTrustedExcessStep = 0.1;
+
+// The range of shrink_specs over the GPUs of some training rows.
+void spec_range(const GpuCatalog& catalog, const std::set<std::string>& ids, std::vector<double>& lo,
+                std::vector<double>& hi) {
+  lo.clear(), hi.clear();
+  for (const std::string& id : ids) {
+    const std::vector<double> v = shrink_specs(*catalog.find(id), Precision::kAuto);
+    if (lo.empty()) lo = hi = v;
+    for (std::size_t k = 0; k < v.size(); ++k) lo[k] = std::min(lo[k], v[k]), hi[k] = std::max(hi[k], v[k]);
+  }
 }
 
 nlohmann::json scaling_params_json(const ScalingParams& p) {
@@ -333,21 +368,16 @@ double StackedModel::prior_log_ratio_for(const FeatureRow& f, std::span<const do
   if (!options_.calibrated_prior) return fitted;
   // Inside the training GPUs' range the correction was fitted over format 5's prior: keep that
   // pair; outside, hand over to the prior calibrated on the public table as the correction is shrunk.
-  const double s = correction_shrink(source, target);
+  const double s = correction_shrink(source, target, precision);
   if (s >= 1.0) return fitted;
   return s * fitted + (1.0 - s) * scaling_log_ratio(scaling_prior_.params(precision_class(precision)), f.get(Metric::kGpuUtil, Stat::kMean) / 100.0,
                                                     scaling_prior_.reference, source, target, precision);
 }
 
-double StackedModel::correction_shrink(const GpuSpec& source, const GpuSpec& target) const {
+double StackedModel::correction_shrink(const GpuSpec& source, const GpuSpec& target, Precision precision) const {
   if (!(options_.shrink_span_log > 0) || spec_log_lo_.empty()) return 1.0;
-  double excess = 0;
-  for (const GpuSpec* g : {&source, &target}) {
-    const std::vector<double> v = shrink_specs(*g);
-    for (std::size_t k = 0; k < v.size(); ++k)
-      excess = std::max({excess, spec_log_lo_[k] - v[k], v[k] - spec_log_hi_[k]});
-  }
-  return std::clamp(1.0 - excess / options_.shrink_span_log, 0.0, 1.0);
+  return shrink_at(spec_excess(spec_log_lo_, spec_log_hi_, source, target, precision), trusted_excess_log_,
+                   options_.shrink_span_log);
 }
 
 void StackedModel::predict_pair_features(std::span<const double> x, double prior, double shrink,
@@ -387,7 +417,7 @@ Prediction StackedModel::predict(const FeatureRow& source_features, double sourc
   double per[16];
   double stack = 0;
   const double prior = prior_log_ratio_for(source_features, x, source, target, precision);
-  const double shrink = correction_shrink(source, target);
+  const double shrink = correction_shrink(source, target, precision);
   predict_pair_features(x, prior, shrink, std::span<double>(per, learners_.size()), stack, !seen);
   // An unseen GPU: the wider of the GPU-held-out folds' interval and, where the correction was
   // shrunk toward the prior, the prior's own leave-one-GPU-out interval on the public table.
@@ -750,15 +780,49 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   model.source_gpus_.assign(sources.begin(), sources.end());
   model.target_gpus_.assign(targets.begin(), targets.end());
   model.scaling_prior_ = model_prior.scaling_prior_;
-  for (const auto* ids : {&sources, &targets})
-    for (const std::string& id : *ids) {
-      const std::vector<double> v = shrink_specs(*catalog.find(id));
-      if (model.spec_log_lo_.empty()) model.spec_log_lo_ = model.spec_log_hi_ = v;
-      for (std::size_t k = 0; k < v.size(); ++k) {
-        model.spec_log_lo_[k] = std::min(model.spec_log_lo_[k], v[k]);
-        model.spec_log_hi_[k] = std::max(model.spec_log_hi_[k], v[k]);
+  std::set<std::string> all_gpus(sources);
+  all_gpus.insert(targets.begin(), targets.end());
+  spec_range(catalog, all_gpus, model.spec_log_lo_, model.spec_log_hi_);
+  // How far outside the training GPUs the correction is still trusted: chosen on the GPU-held-out
+  // folds (each fold's excess measured against its own training GPUs, the correction from its
+  // out-of-fold learners, the prior blended as predict blends it), the candidate of least MAPE.
+  if (options.calibrated_prior && options.shrink_span_log > 0 && !gpu_rows.empty()) {
+    struct Row {
+      double excess, f5, cal, corr, y;
+    };
+    std::vector<Row> rows;
+    double max_excess = 0;
+    for (std::size_t f = 0; f < gpu_splits.size(); ++f) {
+      std::set<std::string> fold_gpus;
+      for (std::size_t i : gpu_splits[f].train) fold_gpus.insert(source_gpu[i]), fold_gpus.insert(target_gpu[i]);
+      std::vector<double> lo, hi;
+      spec_range(catalog, fold_gpus, lo, hi);
+      for (std::size_t i : gpu_splits[f].test) {
+        const GpuSpec& sg = *catalog.find(source_gpu[i]);
+        const GpuSpec& tg = *catalog.find(target_gpu[i]);
+        const DatasetRow& s = ds.rows[pairs[i].source];
+        double corr = 0;
+        for (std::size_t l = 0; l < n_learners; ++l)
+          corr += model.meta_weights_unseen_[l] * oof_gpu(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(l));
+        const double cal = scaling_log_ratio(model_prior.scaling_prior_.params(PrecisionClass::kFp32Code),
+                                             s.features.get(Metric::kGpuUtil, Stat::kMean) / 100.0,
+                                             model_prior.scaling_prior_.reference, sg, tg, Precision::kAuto);
+        rows.push_back({spec_excess(lo, hi, sg, tg, Precision::kAuto), prior[i], cal, corr, y[i] + prior[i]});
+        max_excess = std::max(max_excess, rows.back().excess);
       }
     }
+    double best = std::numeric_limits<double>::infinity();
+    for (int k = 0; k * kTrustedExcessStep <= max_excess + kTrustedExcessStep; ++k) {
+      const double trusted = std::min(k * kTrustedExcessStep, max_excess);
+      double err = 0;
+      for (const Row& r : rows) {
+        const double sh = shrink_at(r.excess, trusted, options.shrink_span_log);
+        err += std::abs(std::exp(sh * r.f5 + (1 - sh) * r.cal + sh * r.corr - r.y) - 1.0);
+      }
+      if (err < best - 1e-12) best = err, model.trusted_excess_log_ = trusted;
+      if (trusted >= max_excess) break;
+    }
+  }
   model.feature_min_.assign(feature_count(), kNaN);
   model.feature_max_.assign(feature_count(), kNaN);
   for (const auto& pr : pairs) {
@@ -820,6 +884,7 @@ std::string model_to_json(const StackedModel& m) {
         {"target_gpus", m.target_gpus_},
         {"spec_log_lo", m.spec_log_lo_},
         {"spec_log_hi", m.spec_log_hi_},
+        {"trusted_excess_log", m.trusted_excess_log_},
         {"feature_names", feature_names()},
         {"feature_min", doubles_to_json(m.feature_min_)},
         {"feature_max", doubles_to_json(m.feature_max_)}}}};
@@ -974,8 +1039,11 @@ StackedModel model_from_json(std::string_view text, const std::string& name) {
     m.target_gpus_ = t.at("target_gpus").get<std::vector<std::string>>();
     m.spec_log_lo_ = t.at("spec_log_lo").get<std::vector<double>>();
     m.spec_log_hi_ = t.at("spec_log_hi").get<std::vector<double>>();
-    if (m.spec_log_lo_.size() != 3 || m.spec_log_hi_.size() != 3)
-      throw Error(ErrorCode::kParse, "training.spec_log_lo/hi must hold 3 numbers", {name, 0, 0, "spec_log_lo"});
+    if (m.spec_log_lo_.size() != 2 || m.spec_log_hi_.size() != 2)
+      throw Error(ErrorCode::kParse, "training.spec_log_lo/hi must hold 2 numbers", {name, 0, 0, "spec_log_lo"});
+    m.trusted_excess_log_ = t.at("trusted_excess_log").get<double>();
+    if (!(m.trusted_excess_log_ >= 0))
+      throw Error(ErrorCode::kParse, "training.trusted_excess_log must be a number >= 0", {name, 0, 0, "trusted_excess_log"});
     const auto& sp = j.at("scaling_prior");
     m.scaling_prior_.fitted_on = sp.at("fitted_on").get<std::string>();
     m.scaling_prior_.reference = reference_from_json(sp.at("reference"));
