@@ -28,6 +28,7 @@
 #include "epochcast/core/read_file.hpp"
 #include "learners.hpp"
 #include "pair_features.hpp"
+#include "group_folds.hpp"
 #include "stacked_internal.hpp"
 
 namespace epochcast {
@@ -229,23 +230,18 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     sources.insert(s.gpu_id);
     targets.insert(t.gpu_id);
   }
-  // Folds: distinct groups shuffled by the seed, dealt round-robin.
-  std::vector<std::string> names(group.begin(), group.end());
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  if (names.size() < 2)
+  // Folds: distinct groups shuffled by the seed, dealt round-robin (group_folds).
+  const GroupFolds by_group = group_folds(group, static_cast<std::size_t>(std::max(2, options.folds)), options.seed);
+  if (by_group.fold_of_label.size() < 2)
     throw Error(ErrorCode::kInvalidArgument,
                 "the training pairs come from one " +
                     std::string(options.group_folds_by_model ? "CNN model" : "workload") +
                     " only: the meta learner needs at least two groups for out-of-fold predictions");
-  std::mt19937_64 rng(options.seed);
-  std::shuffle(names.begin(), names.end(), rng);
-  const std::size_t folds = std::min<std::size_t>(static_cast<std::size_t>(std::max(2, options.folds)), names.size());
-  std::map<std::string, std::size_t> fold_of;
-  for (std::size_t i = 0; i < names.size(); ++i) fold_of[names[i]] = i % folds;
+  const std::size_t folds = by_group.folds;
   std::vector<FoldSplit> group_splits(folds);
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t f = 0; f < folds; ++f) (fold_of[group[i]] == f ? group_splits[f].test : group_splits[f].train).push_back(i);
+    for (std::size_t f = 0; f < folds; ++f)
+      (by_group.fold_of_item[i] == f ? group_splits[f].test : group_splits[f].train).push_back(i);
   // GPU-grouped folds: each target GPU held out of both sides of the training pairs, as logo does.
   std::vector<FoldSplit> gpu_splits;
   if (options.meta_gpu_folds && targets.size() >= 3) {
@@ -266,19 +262,14 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   if (options.kernel_ridge) {
     std::vector<std::string> workload(n);
     for (std::size_t i = 0; i < n; ++i) workload[i] = ds.rows[pairs[i].source].workload;
-    std::vector<std::string> w(workload);
-    std::sort(w.begin(), w.end());
-    w.erase(std::unique(w.begin(), w.end()), w.end());
-    std::mt19937_64 wrng(options.seed + 1);
-    std::shuffle(w.begin(), w.end(), wrng);
-    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(std::max(2, options.folds)), w.size());
-    std::map<std::string, std::size_t> fold_of_workload;
-    for (std::size_t i = 0; i < w.size(); ++i) fold_of_workload[w[i]] = i % k;
+    const GroupFolds by_workload =
+        group_folds(workload, static_cast<std::size_t>(std::max(2, options.folds)), options.seed + 1);
+    const std::size_t k = by_workload.folds;
     if (k >= 2) {
       workload_splits.resize(k);
       for (std::size_t i = 0; i < n; ++i)
         for (std::size_t f = 0; f < k; ++f)
-          (fold_of_workload[workload[i]] == f ? workload_splits[f].test : workload_splits[f].train).push_back(i);
+          (by_workload.fold_of_item[i] == f ? workload_splits[f].test : workload_splits[f].train).push_back(i);
     }
   }
   LearnerConfig config = learner_config(options);
