@@ -17,7 +17,7 @@ if [ "${1:-all}" != build ]; then
     libgtest-dev libgmock-dev libbenchmark-dev dpkg-dev
     python3 python3-numpy python3-pandas python3-scipy python3-sklearn
     # integration tests: a real Prometheus server and a real browser
-    prometheus chromium fonts-liberation
+    prometheus chromium chromium-driver fonts-liberation
   )
 fi
 

@@ -11,7 +11,7 @@
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
-#include "epochcast/store/job_store.hpp"
+#include "epochcast/service/jobs.hpp"  // default_store_path
 #include "trace_input.hpp"
 
 namespace epochcast::cli {
@@ -63,8 +63,6 @@ void run_predict(const PredictCliOptions& o) {
                                              ? o.traces
                                              : expand_trace_paths(o.traces);
   const bool batch = paths.size() > 1 || (o.traces.size() == 1 && paths.size() == 1 && paths[0] != o.traces[0]);
-  if (batch && !o.html.empty())
-    throw Error(ErrorCode::kInvalidArgument, "--html writes the report of one trace; give one trace file");
 
   ServiceConfig config;
   config.model_path = o.model;
@@ -94,6 +92,10 @@ void run_predict(const PredictCliOptions& o) {
     TraceRequest read = to_trace_request("", o.input);
     read.progress = nullptr;  // the batch's own progress says which trace
     const std::vector<BatchItem> items = service.predict_batch(paths, read, request);
+    if (!o.html.empty()) {
+      write_batch_html_report(o.html, items);  // one page: every trace's answer, then each trace
+      if (!o.json) std::cerr << fmt::format("epochcast: wrote {}\n", o.html);
+    }
     if (o.json) {
       std::cout << dump_json(to_json(items), 2) << "\n";
     } else {
@@ -152,7 +154,7 @@ void add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"detect", "markers"}))
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "print one JSON object");
-  cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE");
+  cmd->add_option("--html", opts->html, "write a self-contained HTML report to FILE (several traces: one page with every trace)");
   cmd->add_option("--prices", opts->prices, "price catalog CSV (default: the bundled data/prices.csv)");
   cmd->add_option("--job", opts->job,
                   "job key: runs of one key on different GPU types become measured pairs in the job store");

@@ -73,7 +73,7 @@ void run_serve(const ServeArgs& a) {
   if (a.json) {
     std::cout << dump_json({{"serving", api.url()}, {"port", api.port()}, {"model", model}}) << std::endl;
   }
-  std::cerr << fmt::format("epochcast: serving {} (model: {}; {} GPUs; GET / lists the endpoints; Ctrl-C stops)\n",
+  std::cerr << fmt::format("epochcast: serving {} (model: {}; {} GPUs; the page at /, GET /v1 lists the endpoints; Ctrl-C stops)\n",
                            api.url(), model, service.gpu_ids().size());
 
   // A handler, not a blocked signal: threads the model's libraries already started (OpenMP's

@@ -16,6 +16,7 @@
 #include "epochcast/net/http_front.hpp"
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/request.hpp"
+#include "web_assets.hpp"
 
 namespace epochcast::server {
 
@@ -94,7 +95,8 @@ class Query {
 };
 
 // The trace (and optional host log) of a request: the raw body, or a multipart form with a
-// `trace` part and an optional `host` part.
+// `trace` part and an optional `host` part. A browser sends every file field of a form, an
+// unfilled one as a part with no file name and no bytes: such a `host` part means no host log.
 struct Upload {
   std::string name;
   std::string_view trace;
@@ -109,12 +111,18 @@ Upload read_upload(const Request& req, const Query& query) {
       if (part != "trace" && part != "host")
         throw Error(ErrorCode::kInvalidArgument,
                     fmt::format("unknown form part '{}' (expected 'trace' and optionally 'host')", part));
+    for (const char* part : {"trace", "host"})
+      if (req.files.count(part) > 1)
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("form part '{}' given more than once", part));
     const auto trace = req.files.find("trace");
     if (trace == req.files.end())
       throw Error(ErrorCode::kInvalidArgument, "the multipart upload has no 'trace' part");
+    if (trace->second.filename.empty() && trace->second.content.empty())
+      throw Error(ErrorCode::kInvalidArgument, "the form's 'trace' part is empty: no trace file was chosen");
     u.name = trace->second.filename.empty() ? "trace" : trace->second.filename;
     u.trace = trace->second.content;
-    if (const auto host = req.files.find("host"); host != req.files.end()) {
+    if (const auto host = req.files.find("host");
+        host != req.files.end() && !(host->second.filename.empty() && host->second.content.empty())) {
       u.host_name = host->second.filename.empty() ? "host" : host->second.filename;
       u.host = host->second.content;
     }
@@ -155,6 +163,11 @@ PredictRequest predict_request(const Query& query) {
   if (const auto epoch_s = query.number("epoch_s", 1e-3, 1e7)) r.source_epoch_s = *epoch_s;
   if (const auto confidence = query.number("min_confidence", 0, 1)) r.min_detection_confidence = *confidence;
   if (const auto job = query.text("job")) r.job_key = *job;  // recorded with serve --store (docs/store.md)
+  if (const auto from = query.text("epochs_from")) {  // as predict --epochs-from
+    if (*from != "detect" && *from != "markers")
+      throw FieldError("epochs_from", fmt::format("'{}' is not one of detect, markers", *from));
+    r.epochs_from_markers = *from == "markers";
+  }
   return r;
 }
 
@@ -233,6 +246,7 @@ HttpApi::HttpApi(const Service& service, ServeOptions options)
   limits.request_timeout_s = options_.timeout_s;
   limits.write_timeout_s = options_.timeout_s;
   limits.token = options_.token;
+  limits.open_paths = web_page_paths();  // the page loads; its data requests send the token
   limits.insecure = options_.insecure;
   limits.log = options_.log;
   limits.option_hint_body = "serve --max-body-mb";
@@ -256,15 +270,28 @@ void HttpApi::add_routes() {
   const Service& service = service_;
   const std::size_t max_body = options_.max_body_bytes;
 
-  s.Get("/", guarded([](const Request&, Response& res) {
-    send_json(res, 200,
-              {{"service", "epochcast"},
-               {"version", EPOCHCAST_VERSION},
-               {"endpoints",
-                {"GET /healthz", "GET /v1/gpus", "GET /v1/model", "POST /v1/detect", "POST /v1/predict",
-                 "POST /v1/report"}},
-               {"docs", "docs/http_api.md"}});
+  // The machine-readable index; GET / answers it too to a client that asks for JSON.
+  const nlohmann::json index = {
+      {"service", "epochcast"},
+      {"version", EPOCHCAST_VERSION},
+      {"endpoints",
+       {"GET /healthz", "GET /v1", "GET /v1/gpus", "GET /v1/model", "POST /v1/detect", "POST /v1/predict",
+        "POST /v1/report"}},
+      {"page", "GET / (upload a trace, see the report), GET /fleet"},
+      {"docs", "docs/http_api.md"}};
+  s.Get("/v1", guarded([index](const Request& req, Response& res) {
+    static_cast<void>(Query(req, {}));
+    send_json(res, 200, index);
   }));
+  s.Get("/", guarded([index](const Request& req, Response& res) {
+    const std::string accept = req.get_header_value("Accept");
+    if (accept.find("application/json") != std::string::npos && accept.find("text/html") == std::string::npos) {
+      send_json(res, 200, index);
+    } else {
+      send_web_asset("index.html", res);
+    }
+  }));
+  add_web_routes(s);
   s.Get("/healthz", guarded([](const Request&, Response& res) { send_json(res, 200, {{"status", "ok"}}); }));
   s.Get("/v1/gpus", guarded([&service](const Request& req, Response& res) {
     static_cast<void>(Query(req, {}));  // takes no parameters: a typo is a 400
@@ -285,7 +312,7 @@ void HttpApi::add_routes() {
   }));
   const std::vector<std::string_view> predict_params = {
       "name", "format", "gpu", "lenient", "interval_s", "source_gpu", "gpus", "epochs", "epoch_s", "min_confidence",
-      "job", "precision"};
+      "job", "precision", "epochs_from"};
   s.Post("/v1/predict", guarded([&service, predict_params](const Request& req, Response& res) {
     const Query query(req, predict_params);
     const PredictRequest request = predict_request(query);
@@ -299,14 +326,14 @@ void HttpApi::add_routes() {
     res.set_content(service.report(trace, request), "text/html; charset=utf-8");
   }));
   for (const char* path : {"/v1/detect", "/v1/predict", "/v1/report"}) method_not_allowed(s, path, "POST");
-  for (const char* path : {"/", "/healthz", "/v1/gpus", "/v1/model"}) method_not_allowed(s, path, "GET");
+  for (const char* path : {"/", "/v1", "/fleet", "/healthz", "/v1/gpus", "/v1/model"}) method_not_allowed(s, path, "GET");
 
   // What httplib answers itself (no route, upload over the limit, a malformed request) gets
   // the same JSON error body.
   s.set_error_handler([max_body](const Request& req, Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
-      send_error(res, 404, "not_found", fmt::format("no endpoint {} {} (GET / lists them)", req.method, req.path));
+      send_error(res, 404, "not_found", fmt::format("no endpoint {} {} (GET /v1 lists them)", req.method, req.path));
     } else if (res.status == 413) {
       send_error(res, 413, "invalid_argument",
                  fmt::format("upload larger than this server's limit of {} MiB (serve --max-body-mb)", max_body >> 20));

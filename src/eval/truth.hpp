@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "epochcast/core/text.hpp"
 #include "epochcast/epoch/segmentation.hpp"
 
 namespace epochcast::testing {
@@ -17,13 +18,7 @@ inline double stamp_seconds(const std::string& stamp) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0;
   double s = 0;
   if (std::sscanf(stamp.c_str(), "%d/%d/%d %d:%d:%lf", &y, &mo, &d, &h, &mi, &s) != 6) return 0;
-  // days_from_civil (H. Hinnant)
-  y -= mo <= 2;
-  const int era = (y >= 0 ? y : y - 399) / 400;
-  const int yoe = y - era * 400;
-  const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  const long days = static_cast<long>(era) * 146097 + doe - 719468;
+  const std::int64_t days = text::days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
   return static_cast<double>(days) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
 }
 

@@ -1,5 +1,7 @@
 #include "csv.hpp"
 
+#include "epochcast/core/text.hpp"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -48,32 +50,17 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
-bool parse_double(std::string_view text, double& out) {
-  const std::string t = trim(text);
+bool parse_double(std::string_view cell, double& out) {
+  const std::string t = trim(cell);
   if (t == "nan" || t == "NaN" || t == "NAN") {
     out = std::numeric_limits<double>::quiet_NaN();
     return true;
   }
-  if (t.empty()) return false;
-  const char* first = t.data();
-  if (*first == '+') ++first;
-  auto [ptr, ec] = std::from_chars(first, t.data() + t.size(), out);
-  if (ec != std::errc() || ptr != t.data() + t.size()) return false;
-  return std::isfinite(out);
+  return text::parse_decimal(t, out) && std::isfinite(out);
 }
 
-std::string bad_number(std::string_view text, std::string otherwise) {
-  const std::string t = trim(text);
-  if (t.empty()) return otherwise;
-  const char* first = t.data();
-  if (*first == '+') ++first;
-  double v = 0;
-  if (std::from_chars(first, t.data() + t.size(), v).ec != std::errc::result_out_of_range) return otherwise;
-  // Which end: strtod (on this error path only) gives ±HUGE_VAL for overflow, 0 or a
-  // subnormal for underflow.
-  if (std::isfinite(std::strtod(t.c_str(), nullptr)))
-    return "out of range of a double: '" + t + "' (nonzero, below 4.9e-324 in magnitude; write 0)";
-  return "out of range of a double: '" + t + "' (beyond ±1.8e308)";
+std::string bad_number(std::string_view cell, std::string otherwise) {
+  return text::out_of_range_reason(trim(cell)).value_or(std::move(otherwise));
 }
 
 }  // namespace epochcast::csv

@@ -121,17 +121,28 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::vector<std::string> GpuCatalog::nearest_ids(std::string_view name, std::size_t n) const {
   const std::string key = normalize_gpu_name(name);
+  if (key.empty()) return {};
+  // As closest_name's rule for a mistyped word: 1 edit up to 4 letters, 2 up to 8, else 3.
+  const std::size_t allowed = key.size() <= 4 ? 1 : key.size() <= 8 ? 2 : 3;
   std::vector<std::pair<std::size_t, std::size_t>> scored;  // (distance, catalog index)
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     const GpuSpec& g = gpus_[i];
-    std::size_t best = edit_distance(key, normalize_gpu_name(g.id));
-    best = std::min(best, edit_distance(key, normalize_gpu_name(g.name)));
-    for (const auto& s : g.smi_names) best = std::min(best, edit_distance(key, normalize_gpu_name(s)));
-    scored.emplace_back(best, i);
+    std::vector<std::string> names = {normalize_gpu_name(g.id), normalize_gpu_name(g.name)};
+    for (const auto& s : g.smi_names) names.push_back(normalize_gpu_name(s));
+    std::size_t best = allowed + 1;
+    for (const auto& candidate : names) {
+      // A family named in part ("h100" for h100-sxm, h100-pcie, h100-nvl) is nearer than any typo.
+      if (key.size() >= 3 && candidate.find(key) != std::string::npos) best = 0;
+      best = std::min(best, edit_distance(key, candidate));
+    }
+    if (best <= allowed) scored.emplace_back(best, i);
   }
   std::stable_sort(scored.begin(), scored.end());
   std::vector<std::string> out;
-  for (std::size_t k = 0; k < scored.size() && out.size() < n; ++k) out.push_back(gpus_[scored[k].second].id);
+  for (std::size_t k = 0; k < scored.size() && out.size() < n; ++k) {
+    if (scored[k].first > 0 && scored.front().first == 0) break;  // a family named: not its look-alikes
+    out.push_back(gpus_[scored[k].second].id);
+  }
   return out;
 }
 

@@ -476,7 +476,10 @@ struct HttpFront::Impl {
         refuse(c, &head, *refusal);
         return;
       }
-      if (!limits.token.empty() && !(head.method == "GET" && head.target == "/healthz") &&
+      const bool open = head.method == "GET" &&
+                        (head.target == "/healthz" || std::find(limits.open_paths.begin(), limits.open_paths.end(),
+                                                                head.target) != limits.open_paths.end());
+      if (!limits.token.empty() && !open &&
           !token_matches(head.authorization, limits.token)) {
         refuse(c, &head, {401, "invalid_argument", "this server needs Authorization: Bearer TOKEN (serve --token)"});
         return;

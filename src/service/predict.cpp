@@ -99,7 +99,7 @@ void use_epoch_markers(const Trace& trace, const PredictRequest& request, Predic
   if (!request.epochs_from_markers) {
     if (report.source.marker_epoch_s > 0)
       report.warnings.push_back(fmt::format("the trace carries the job's own epoch markers: {:.4g} s per epoch "
-                                            "({} markers); --epochs-from markers predicts from them",
+                                            "({} markers); ask for epochs from markers to predict from them",
                                             report.source.marker_epoch_s, report.source.markers));
     return;
   }
@@ -239,7 +239,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   impl_->load();
   const Impl& s = *impl_;
   if (!request.job_key.empty() && !s.store)
-    throw FieldError("job_key", fmt::format("'{}' needs a job store to record the run in (--store DB)", request.job_key));
+    throw FieldError("job_key", fmt::format("'{}' needs a job store to record the run in (none is configured)", request.job_key));
   const Precision precision = parse_precision(request.precision);
   PredictReport report = start_report(trace, request, precision, s);
   report.job_key = request.job_key;

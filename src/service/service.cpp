@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "epochcast/core/did_you_mean.hpp"
 #include <filesystem>
 
 #include "epochcast/core/error.hpp"
@@ -47,17 +46,21 @@ void Service::Impl::load() {
 GpuSpec Service::Impl::resolve_gpu(const std::string& name, const char* what) const {
   if (const GpuSpec* spec = catalog.find(name)) return *spec;
   if (auto spec = catalog.match_smi_name(name)) return *spec;
-  std::vector<std::string> ids;
-  for (const auto& g : catalog.gpus()) ids.push_back(g.id);
-  const auto near = closest_name(name, ids);
+  const std::vector<std::string> near = catalog.nearest_ids(name);
   const std::string source = catalog.source().empty() ? "data/gpus.csv"
                              : config.hide_paths ? std::filesystem::path(catalog.source()).filename().string()
                                                  : catalog.source();
+  std::string suggestion;
+  for (std::size_t i = 0; i < near.size(); ++i)
+    suggestion += (i == 0 ? "; did you mean " : i + 1 == near.size() ? " or " : ", ") + near[i];
+  if (!near.empty()) suggestion += "?";
+  const bool is_source = std::string_view(what) == "source";
   throw Error(ErrorCode::kNotFound,
-              fmt::format("unknown {} GPU '{}'{}; nearest catalog ids: {} (add a row to the catalog, use an "
-                          "operator's catalog, or name the source GPU by its catalog id); the catalog ({}) has: {}",
-                          what, name, near ? fmt::format(" (did you mean {}?)", *near) : "",
-                          fmt::join(catalog.nearest_ids(name), ", "), source, catalog.ids_joined()));
+              fmt::format("unknown {} GPU '{}'{} ({}); the catalog ({}) has: {}", what, name, suggestion,
+                          is_source ? "add a row to the catalog, name the source GPU by its catalog id, or use an "
+                                      "operator's catalog"
+                                    : "add a row to the catalog or use an operator's catalog",
+                          source, catalog.ids_joined()));
 }
 
 Service::Service(ServiceConfig config) : impl_(std::make_unique<Impl>()) { impl_->config = std::move(config); }

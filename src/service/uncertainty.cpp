@@ -12,8 +12,6 @@ namespace epochcast {
 
 namespace {
 
-// Below this detection confidence the source epoch time itself is in doubt.
-constexpr double kConfidentDetection = 0.8;
 // Relative error of the source epoch time per unit of missing confidence (heuristic: a
 // detector at confidence 0.5 is taken to be within ±25 %).
 constexpr double kPeriodErrorPerDoubt = 0.5;

@@ -21,6 +21,10 @@ inline constexpr double kUnseenGpuMapeFallback = 0.15;
 // log errors roughly normal: sigma = MAPE * sqrt(pi/2), half width = 1.645 sigma.
 [[nodiscard]] double half_width_for_mape(double mape_fraction);
 
+// Below this detection confidence the source epoch time itself is in doubt (widens the
+// intervals; the report's one-line answer names it).
+inline constexpr double kConfidentDetection = 0.8;
+
 // TensorFlow reserves nearly all GPU memory on start (every dataset run: used/total >= 0.956);
 // below this the run comes from another framework or allocator.
 inline constexpr double kTensorFlowMemoryFraction = 0.9;

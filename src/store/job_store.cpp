@@ -173,9 +173,9 @@ JobStore::JobStore(const std::string& path, StoreMode mode) {
   const bool exists = fs::exists(path, ec);
   const bool ro = mode == StoreMode::kReadOnly;
   if (ro && !exists)
-    throw Error(ErrorCode::kIo, fmt::format("store '{}' does not exist (runs are recorded by predict --job KEY "
-                                            "--store {})",
-                                            path, path));
+    throw Error(ErrorCode::kIo, fmt::format("store '{}' does not exist (it is created when the first run with a "
+                                            "job key is recorded into it)",
+                                            path));
   if (exists && !fs::is_regular_file(path, ec))
     throw Error(ErrorCode::kIo, fmt::format("store '{}' is not a regular file", path));
   if (!ro) {

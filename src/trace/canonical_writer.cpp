@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/text.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast {
@@ -30,19 +31,10 @@ std::string format_iso8601_utc(double unix_s) {
   const auto ms_total = static_cast<std::int64_t>(std::llround(unix_s * 1000.0));
   const std::int64_t secs = floor_div(ms_total, 1000);
   const auto ms = static_cast<int>(ms_total - secs * 1000);
-  std::int64_t days = floor_div(secs, 86400);
+  const std::int64_t days = floor_div(secs, 86400);
   const auto sod = static_cast<int>(secs - days * 86400);
-  // civil_from_days (H. Hinnant)
-  days += 719468;
-  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(days - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", y + (m <= 2), m, d, sod / 3600,
+  const text::CivilDate date = text::civil_from_days(days);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", date.year, date.month, date.day, sod / 3600,
                      sod / 60 % 60, sod % 60, ms);
 }
 

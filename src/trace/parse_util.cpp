@@ -1,6 +1,7 @@
 #include "parse_util.hpp"
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -9,16 +10,6 @@
 
 namespace epochcast::detail {
 namespace {
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
 
 bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
   if (pos + n > s.size()) return false;
@@ -60,33 +51,10 @@ std::size_t parse_clock(std::string_view s, std::size_t pos, int& h, int& m, int
 
 }  // namespace
 
-std::string printable(std::string_view s, std::size_t max) {
-  std::string out;
-  for (char c : s.substr(0, max)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
-    else out += c;
-  }
-  if (s.size() > max) out += "…";
-  return out;
-}
-
-bool out_of_double_range(std::string_view s) {
-  if (s.empty()) return false;
-  const char* first = s.data();
-  if (*first == '+') ++first;
-  double v = 0;
-  return std::from_chars(first, s.data() + s.size(), v).ec == std::errc::result_out_of_range;
-}
+bool out_of_double_range(std::string_view s) { return text::out_of_range_reason(s).has_value(); }
 
 std::string bad_number(std::string_view s) {
-  if (!out_of_double_range(s)) return fmt::format("not a number: '{}'", printable(s));
-  // from_chars says out of range for both ends; strtod (only on this error path) tells which.
-  std::string text(s);
-  const bool tiny = std::isfinite(std::strtod(text.c_str(), nullptr));
-  return tiny ? fmt::format("out of range of a double: '{}' (nonzero, below 4.9e-324 in magnitude; write 0)",
-                            printable(s))
-              : fmt::format("out of range of a double: '{}' (beyond ±1.8e308)", printable(s));
+  return text::out_of_range_reason(s).value_or(fmt::format("not a number: '{}'", printable(s)));
 }
 
 std::string name_list(const std::vector<std::string>& names, std::size_t max_items) {
@@ -100,7 +68,7 @@ std::string name_list(const std::vector<std::string>& names, std::size_t max_ite
 }
 
 std::int64_t LocalTimeResolver::to_unix(int year, int month, int day, int hour, int minute, int second) {
-  const std::int64_t utc_days = days_from_civil(year, static_cast<unsigned>(month),
+  const std::int64_t utc_days = text::days_from_civil(year, static_cast<unsigned>(month),
                                                 static_cast<unsigned>(day));
   const std::int64_t key = utc_days * 24 + hour;
   if (key != cached_key_) {
@@ -134,10 +102,12 @@ bool parse_timestamp(std::string_view s, LocalTimeResolver& local, std::int64_t&
   if (s.size() >= 19 && (s[4] == '/' || s[4] == '-') && s[7] == s[4]) {
     int y = 0, mo = 0, d = 0;
     if (!digits(s, 0, 4, y) || !digits(s, 5, 2, mo) || !digits(s, 8, 2, d)) return false;
-    // Per month: a flipped digit (11/30 -> 11/31) must not read as the next month's first day.
-    static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1]) return false;
-    if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) return false;
+    // A real calendar day: a flipped digit (11/30 -> 11/31, 2025-02-29) must not read as the
+    // next month's first day.
+    if (!std::chrono::year_month_day{std::chrono::year{y}, std::chrono::month{static_cast<unsigned>(mo)},
+                                     std::chrono::day{static_cast<unsigned>(d)}}
+             .ok())
+      return false;
     if (s[10] != ' ' && s[10] != 'T') return false;
     const std::size_t p = parse_clock(s, 11, h, mi, sec, frac);
     if (p == std::string_view::npos) return false;
@@ -161,7 +131,7 @@ bool parse_timestamp(std::string_view s, LocalTimeResolver& local, std::int64_t&
     } else {
       return false;
     }
-    const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+    const std::int64_t days = text::days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
     whole_s = days * 86400 + h * 3600 + mi * 60 + sec - offset_s;
     kind = TimeKind::kUnix;
     return true;

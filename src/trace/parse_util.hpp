@@ -10,12 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "epochcast/core/text.hpp"
+
 namespace epochcast::detail {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A value quoted in a message: control bytes escaped, cut after `max` bytes.
-std::string printable(std::string_view s, std::size_t max = 40);
+using text::printable;
 
 // Names listed in a warning: the first `max_items`, each printable(), then "… (N in all)".
 // A header of 100,000 unknown columns made one 789 KB warning line.
@@ -46,13 +48,7 @@ inline bool equals_ci(std::string_view a, std::string_view b) {
 }
 
 // Parses a whole decimal number (std::from_chars); false if anything is left over.
-inline bool parse_double(std::string_view s, double& out) {
-  if (s.empty()) return false;
-  const char* first = s.data();
-  if (*first == '+') ++first;
-  auto [p, ec] = std::from_chars(first, s.data() + s.size(), out);
-  return ec == std::errc{} && p == s.data() + s.size();
-}
+inline bool parse_double(std::string_view s, double& out) { return text::parse_decimal(s, out); }
 
 // Why `s` is not a number, for an error message: "out of range of a double: '1e309' (beyond
 // ±1.8e308)" when it starts with a well-formed decimal number a double cannot hold (overflow, or

@@ -119,13 +119,13 @@ TEST(DetectCli, PlotWritesAnSvgWithBoundaries) {
   EXPECT_NE(text.find("<svg"), std::string::npos);
   EXPECT_NE(text.find("</svg>"), std::string::npos);
   EXPECT_NE(text.find("gpu_util_pct"), std::string::npos) << text.substr(0, 400);
-  // One red line per boundary: the JSON's epochs + 1.
+  // One marker per boundary (each start and the last end): the JSON's epochs + 1.
   const auto j = nlohmann::json::parse(run("detect " + base + ".smi.csv --json").out);
-  std::size_t red = 0;
-  for (auto at = text.find("stroke=\"#d62728\""); at != std::string::npos; at = text.find("stroke=\"#d62728\"", at + 1))
-    ++red;
+  std::size_t markers = 0;
+  for (auto at = text.find("class=\"epoch-marker"); at != std::string::npos; at = text.find("class=\"epoch-marker", at + 1))
+    ++markers;
   ASSERT_TRUE(j["found"].get<bool>());
-  EXPECT_EQ(red, j["epochs"].size() + 1) << text.substr(0, 400);
+  EXPECT_EQ(markers, j["epochs"].size() + 1) << text.substr(0, 400);
   const CliRun png = run("detect " + base + ".smi.csv --plot " + (dir / "x.png").string());
   EXPECT_NE(png.status, 0) << png.out;
   // A NaN timeout would make --follow never stop: refused up front.

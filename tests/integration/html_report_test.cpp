@@ -13,6 +13,7 @@
 #include <string>
 
 #include "epochcast/service/render.hpp"
+#include "png_stats.hpp"
 
 namespace epochcast {
 #include "cli_run.hpp"
@@ -23,51 +24,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kChromium = "/usr/bin/chromium";
 
-// Decodes an 8-bit RGB/RGBA PNG with the standard library only and reports pixel statistics,
-// including how many pixels carry the colours the report uses for bars and epoch spans.
-constexpr const char* kPngStats = R"PY(
-import json, struct, sys, zlib
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
-pos, idat, ihdr = 8, b'', None
-while pos < len(data):
-    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b'IHDR': ihdr = struct.unpack('>IIBBBBB', body)
-    if kind == b'IDAT': idat += body
-    pos += 12 + n
-w, h, depth, ctype = ihdr[0], ihdr[1], ihdr[2], ihdr[3]
-assert depth == 8 and ctype in (2, 6), 'unsupported PNG %d/%d' % (depth, ctype)
-bpp = 3 if ctype == 2 else 4
-raw, stride = zlib.decompress(idat), w * bpp
-prev, rows, i = bytearray(stride), [], 0
-for _ in range(h):
-    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + ((a + b) >> 1)) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else (b if pb <= pc else c))) & 255
-    rows.append(line); prev = line
-counts = {}
-for line in rows:
-    for x in range(0, stride, bpp):
-        px = bytes(line[x:x + 3]); counts[px] = counts.get(px, 0) + 1
-total = w * h
-background = max(counts.values())
-def near(rgb):
-    return sum(n for px, n in counts.items() if all(abs(px[k] - rgb[k]) <= 6 for k in range(3)))
-print(json.dumps({'width': w, 'height': h, 'distinct': len(counts),
-                  'non_background_fraction': 1 - background / total,
-                  'bar_pixels': near((0x3b, 0x6f, 0xb6)) + near((0x9d, 0xb6, 0xda)),
-                  'measured_pixels': near((0x2a, 0x7d, 0x2a)),
-                  'line_pixels': near((0x1f, 0x77, 0xb4)),
-                  'epoch_span_pixels': near((0xe8, 0xf0, 0xfb)) + near((0xf4, 0xf8, 0xfd))}))
-)PY";
+
 
 std::string run_capture(const std::string& command) { return epochcast::testing::run_command(command).out; }
 
@@ -94,15 +51,9 @@ nlohmann::json screenshot_stats(const fs::path& html, const fs::path& dir) {
                           " --screenshot=" + png.string() + " --window-size=1200,1800 file://" + html.string() +
                           " >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0 || !fs::exists(png)) return nullptr;
-  const fs::path script = dir / "png_stats.py";
-  std::ofstream(script) << kPngStats;
-  const std::string out = run_capture("python3 " + script.string() + " " + png.string());
-  try {
-    return nlohmann::json::parse(out);
-  } catch (const nlohmann::json::exception&) {
-    ADD_FAILURE() << "png_stats printed: " << out;
-    return nullptr;
-  }
+  const nlohmann::json stats = testing::png_stats(png, dir);
+  if (stats.is_null()) ADD_FAILURE() << "png_stats could not read " << png;
+  return stats;
 }
 
 std::size_t count(const std::string& haystack, const std::string& needle) {
@@ -229,6 +180,39 @@ TEST(HtmlReport, PredictCommandWritesAReportThatRenders) {
   EXPECT_GT(stats["bar_pixels"].get<int>(), 500) << stats.dump();
   EXPECT_GT(stats["epoch_span_pixels"].get<int>(), 1000) << stats.dump();
   EXPECT_GT(stats["line_pixels"].get<int>(), 100) << stats.dump();
+  fs::remove_all(dir);
+}
+
+// `predict DIR --html FILE`: one page for the folder, every trace's answer first, then a
+// section per trace; what the JSON says is what the page says.
+TEST(HtmlReport, PredictFolderWritesOneFleetReport) {
+  if (!fs::exists(kChromium)) GTEST_SKIP() << "chromium is not installed";
+  const fs::path dir = fresh_dir("batch-html");
+  const fs::path html = dir / "fleet.html";
+  const std::string folder = std::string(EPOCHCAST_TEST_DATA) + "/h200";
+  const std::string out = run_capture(std::string(EPOCHCAST_CLI) + " predict " + folder + " --json --html " +
+                                      html.string() + " 2>/dev/null");
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_TRUE(fs::exists(html));
+  const std::size_t traces = j["summary"].size();
+  ASSERT_GE(traces, 6u);
+  const std::string dom = dump_dom(html, dir);
+  ASSERT_FALSE(dom.empty());
+  EXPECT_EQ(count(dom, "<section class=\"trace\""), traces);
+  const auto answers = dom.find("id=\"answers\"");
+  ASSERT_NE(answers, std::string::npos);
+  std::size_t predicted = 0;
+  for (const auto& item : j["summary"]) {
+    const std::string answer = item["answer"].get<std::string>();
+    // Each answer is in the list up top (escaped as the page escapes: no < > & " ' in these).
+    const auto at = dom.find(answer.substr(0, 60));
+    EXPECT_NE(at, std::string::npos) << answer;
+    EXPECT_GT(at, answers);
+    predicted += answer.rfind("Fastest: ", 0) == 0;
+  }
+  EXPECT_GE(predicted, 3u);
+  EXPECT_EQ(count(dom, "<svg class=\"ec-chart ec-bars\""), predicted);  // no chart where nothing was predicted
   fs::remove_all(dir);
 }
 

@@ -123,5 +123,18 @@ TEST_F(JobsCli, JobKeyWithoutAStoreIsRefusedNamingTheField) {
   EXPECT_NE(r.out.find("--job"), std::string::npos) << r.out;
 }
 
+
+// The store rules live in the service (JobsRequest); the CLI words their fields as its flags.
+TEST_F(JobsCli, NoStoreAndConflictingSelectorsNameTheFlags) {
+  const auto none = testing::run_command(std::string("env -u EPOCHCAST_STORE ") + EPOCHCAST_CLI + " jobs list --json 2>/dev/null");
+  EXPECT_EQ(none.status, 2) << none.out;
+  EXPECT_NE(none.out.find("--store is needed"), std::string::npos) << none.out;
+  json_of("predict " + kTrace + " --job a --store " + db_ + " --gpus t4 --json");
+  const auto both = run_cli("jobs forget 1 --job a --store " + db_ + " --json 2>/dev/null");
+  EXPECT_EQ(both.status, 2) << both.out;
+  EXPECT_NE(both.out.find("--job or a run id"), std::string::npos) << both.out;
+  EXPECT_EQ(json_of("jobs list --store " + db_ + " --json")["runs"].size(), 1u);  // nothing forgotten
+}
+
 }  // namespace
 }  // namespace epochcast

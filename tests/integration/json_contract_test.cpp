@@ -265,5 +265,45 @@ TEST_F(JsonContractFit, FitErrorIsTheGoldenObject) {
   expect_golden("fit_missing_data.json", r.out);
 }
 
+
+// jobs: a store made by importing a committed export (five runs of three job keys, one key
+// reused for another workload), so ids, times and uids are the fixture's.
+class JsonContractJobs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir("golden-jobs");
+    const auto r = cli_in(dir_->path(), "jobs import " + (fs::path(EPOCHCAST_TEST_DATA) / "store" / "five_runs.jsonl").string() +
+                                            " --store jobs.db --json");
+    ASSERT_EQ(r.status, 0) << r.out;
+    import_out_ = new std::string(r.out);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete import_out_;
+  }
+  static testing::TempDir* dir_;
+  static std::string* import_out_;
+};
+testing::TempDir* JsonContractJobs::dir_ = nullptr;
+std::string* JsonContractJobs::import_out_ = nullptr;
+
+TEST_F(JsonContractJobs, ImportListShowAndPairsPrintTheGoldenObjects) {
+  expect_golden("jobs_import.json", *import_out_);
+  const struct {
+    const char* golden;
+    const char* args;
+    int status;
+  } runs[] = {{"jobs_list.json", "jobs list --store jobs.db --json", 0},
+              {"jobs_list_job.json", "jobs list --job r18 --store jobs.db --json", 0},
+              {"jobs_show.json", "jobs show 2 --store jobs.db --json", 0},
+              {"jobs_pairs.json", "jobs pairs --store jobs.db --json", 0},
+              {"jobs_show_missing.json", "jobs show 99 --store jobs.db --json", 6}};
+  for (const auto& run : runs) {
+    const auto r = cli_in(dir_->path(), run.args);
+    EXPECT_EQ(r.status, run.status) << run.args << "\n" << r.out;
+    expect_golden(run.golden, r.out);
+  }
+}
+
 }  // namespace
 }  // namespace epochcast

@@ -94,9 +94,18 @@ TEST_F(ServeCli, HealthIndexGpusAndModel) {
   EXPECT_EQ(health->status, 200);
   EXPECT_EQ(parse(health->body)["status"], "ok");
 
-  auto index = client().Get("/");
+  // The machine-readable index: GET /v1, or GET / asking for JSON; a browser gets the page.
+  auto index = client().Get("/v1");
   ASSERT_TRUE(index);
-  EXPECT_NE(index->body.find("POST /v1/predict"), std::string::npos) << index->body;
+  EXPECT_NE(parse(index->body)["endpoints"].dump().find("POST /v1/predict"), std::string::npos) << index->body;
+  auto as_json = client().Get("/", {{"Accept", "application/json"}});
+  ASSERT_TRUE(as_json);
+  EXPECT_EQ(parse(as_json->body), parse(index->body));
+  auto page = client().Get("/", {{"Accept", "text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8"}});
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  EXPECT_NE(page->body.find("<form id=\"upload\""), std::string::npos) << page->body.substr(0, 300);
 
   auto gpus = client().Get("/v1/gpus");
   ASSERT_TRUE(gpus);
@@ -152,6 +161,24 @@ TEST_F(ServeCli, PredictAnswersAsTheCliDoes) {
     EXPECT_EQ(served[key], cli[key]) << key;
   EXPECT_EQ(served["source"]["detected"], cli["source"]["detected"]);
   EXPECT_EQ(served["source"]["trace"], "vgg16_224_bs32_fp32.smi.csv");  // the part's file name
+}
+
+// A tracker export's own epoch markers are the epoch time when the request asks for them.
+TEST_F(ServeCli, PredictFromEpochMarkersAnswersAsTheCliDoes) {
+  const std::string trace = std::string(EPOCHCAST_TEST_DATA) + "/formats/wandb_system.csv";
+  const auto res = post("/v1/predict?epochs_from=markers&source_gpu=a100-80gb&gpus=t4", testing::read_file(trace));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const auto served = parse(res->body);
+  const auto cli = cli_json({"predict", trace, "--epochs-from", "markers", "--source-gpu", "a100-80gb", "--gpus", "t4", "--json"});
+  EXPECT_EQ(served["source"]["epoch_time_from"], "markers") << res->body;
+  EXPECT_EQ(served["predictions"], cli["predictions"]);
+  // Without it the markers are only mentioned; a word that is neither choice is refused by name.
+  const auto detected = parse(post("/v1/predict?source_gpu=a100-80gb&gpus=t4", testing::read_file(trace))->body);
+  EXPECT_NE(detected["source"]["epoch_time_from"], "markers") << detected.dump();
+  const auto e = error_of(post("/v1/predict?epochs_from=marks&source_gpu=a100-80gb", testing::read_file(trace)), 400);
+  EXPECT_NE(e["message"].get<std::string>().find("'epochs_from': 'marks' is not one of detect, markers"), std::string::npos)
+      << e.dump();
 }
 
 TEST_F(ServeCli, ReportIsTheHtmlPage) {
@@ -301,6 +328,54 @@ TEST(ServeCliProcess, ListenErrorsAreClear) {
   EXPECT_NE(r.err.find("cannot bind"), std::string::npos) << r.err;
   first.signal(SIGTERM);
   EXPECT_EQ(first.wait(30), 0) << first.err();
+}
+
+// The page's files come from the binary (web/ embedded at build time), with their types and a
+// policy that keeps the page to this server; names outside web/ are 404s.
+TEST_F(ServeCli, PageAndItsScriptsAreServed) {
+  for (const auto& [path, type] : std::vector<std::pair<std::string, std::string>>{
+           {"/static/upload.js", "text/javascript"}, {"/static/fleet.js", "text/javascript"},
+           {"/static/dom.js", "text/javascript"}, {"/static/style.css", "text/css"}, {"/fleet", "text/html"}}) {
+    const auto res = client().Get(path.c_str());
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 200) << path;
+    EXPECT_EQ(res->get_header_value("Content-Type").rfind(type, 0), 0u) << path;
+    EXPECT_NE(res->get_header_value("Content-Security-Policy").find("default-src 'self'"), std::string::npos);
+    EXPECT_GT(res->body.size(), 200u) << path;
+  }
+  for (const char* path : {"/static/nothing.js", "/static/../CMakeLists.txt", "/static/%2e%2e%2fCMakeLists.txt"}) {
+    const auto res = client().Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 404) << path << ": " << res->body.substr(0, 200);
+  }
+}
+
+// A browser sends every file field of a form; an unfilled one is a part with no file name and
+// no bytes. As the host log that means none: the answer is the trace's alone.
+TEST_F(ServeCli, EmptyHostPartMeansNoHostLog) {
+  const std::string trace = testing::read_file(h200("vgg16_224_bs32_fp32.smi.csv"));
+  const auto alone = client().Post("/v1/detect", httplib::MultipartFormDataItems{{"trace", trace, "vgg.smi.csv", "text/csv"}});
+  const auto with_empty = client().Post(
+      "/v1/detect", httplib::MultipartFormDataItems{{"trace", trace, "vgg.smi.csv", "text/csv"},
+                                                    {"host", "", "", "application/octet-stream"}});
+  ASSERT_TRUE(alone && with_empty);
+  ASSERT_EQ(alone->status, 200) << alone->body;
+  ASSERT_EQ(with_empty->status, 200) << with_empty->body;
+  EXPECT_EQ(with_empty->body, alone->body);
+  // A named but empty host file is a host log with nothing in it: refused, naming it.
+  const auto named_empty = client().Post(
+      "/v1/detect", httplib::MultipartFormDataItems{{"trace", trace, "vgg.smi.csv", "text/csv"},
+                                                    {"host", "", "vgg.host.csv", "text/csv"}});
+  const auto e = error_of(named_empty, 422);
+  EXPECT_NE(e.value("message", "").find("vgg.host.csv"), std::string::npos) << e.dump();
+  // No file chosen for the trace: said so, not "empty upload".
+  const auto no_trace = client().Post("/v1/report", httplib::MultipartFormDataItems{{"trace", "", "", "application/octet-stream"},
+                                                                                     {"host", "", "", "application/octet-stream"}});
+  EXPECT_EQ(error_of(no_trace, 400).value("message", ""), "the form's 'trace' part is empty: no trace file was chosen");
+  // Two trace parts: which one was meant is a guess, so neither.
+  const auto twice = client().Post("/v1/detect", httplib::MultipartFormDataItems{{"trace", trace, "a.csv", "text/csv"},
+                                                                                 {"trace", trace, "b.csv", "text/csv"}});
+  EXPECT_EQ(error_of(twice, 400).value("message", ""), "form part 'trace' given more than once");
 }
 
 }  // namespace

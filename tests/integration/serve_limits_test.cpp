@@ -326,6 +326,21 @@ TEST(ServeAuth, PublicBindNeedsAToken) {
   const auto ok = c.Get("/v1/gpus", {{"Authorization", "Bearer s3cret"}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
+  // The page and its files carry no data: they load without the token, so the page can ask
+  // for it; what it then fetches needs it (a query string makes it a data request again).
+  for (const char* open : {"/", "/fleet", "/static/upload.js", "/static/style.css"}) {
+    const auto page = c.Get(open);
+    ASSERT_TRUE(page) << open;
+    EXPECT_EQ(page->status, 200) << open;
+  }
+  for (const char* closed : {"/v1", "/?x=1", "/v1/report", "/static/../v1/gpus"}) {
+    const auto res = c.Get(closed);
+    ASSERT_TRUE(res) << closed;
+    EXPECT_EQ(res->status, 401) << closed;
+  }
+  const auto post = c.Post("/", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 401);
 }
 
 // `collect --listen PORT` binds loopback, as its start-up line says (it bound 0.0.0.0).

@@ -52,9 +52,10 @@ class GpuCatalog {
   [[nodiscard]] const GpuSpec* find_dataset_label(std::string_view label) const;
   // "p100, v100, t4, …" for error messages.
   [[nodiscard]] std::string ids_joined() const;
-  // Up to `n` catalog ids nearest to `name` (edit distance between normalised names, over the
-  // id, display name and nvidia-smi names), nearest first: the "did you mean" of an unknown GPU.
-  [[nodiscard]] std::vector<std::string> nearest_ids(std::string_view name, std::size_t n = 3) const;
+  // Up to `n` catalog ids near `name`, nearest first: those whose id, display name or nvidia-smi
+  // name contains it (a family: "h100"), then those a typo away (closest_name's rule, between
+  // normalised names). Empty when none is near: the "did you mean" of an unknown GPU.
+  [[nodiscard]] std::vector<std::string> nearest_ids(std::string_view name, std::size_t n = 4) const;
 
  private:
   std::vector<GpuSpec> gpus_;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace httplib {
@@ -36,8 +37,12 @@ struct FrontLimits {
   std::size_t max_per_client = 256;    // open connections from one IP address; more: 503
   std::size_t max_buffered_bytes = 0;  // request bytes held in all; 0: 4 x max_body (>= 64 MiB)
   std::size_t max_requests_per_connection = 1000;  // then the answer says Connection: close
-  // Non-empty: every request but GET /healthz needs "Authorization: Bearer TOKEN" (else 401).
+  // Non-empty: every request but GET /healthz and GET of open_paths needs
+  // "Authorization: Bearer TOKEN" (else 401).
   std::string token;
+  // Exact targets a GET may fetch without the token: the web page and its scripts, which carry
+  // no data (the page then sends the token with each data request it makes).
+  std::vector<std::string> open_paths;
   // Bind a non-loopback address without a token (else the constructor refuses).
   bool insecure = false;
   // A line for each request the front refuses itself (413, 431, 408, 503, 401, 400).

@@ -17,6 +17,7 @@
 #include "epochcast/model/scaling_prior.hpp"
 #include "epochcast/store/store_eval.hpp"
 #include "epochcast/model/stacked_model.hpp"  // ProgressFn
+#include "epochcast/service/jobs.hpp"
 #include "epochcast/service/report.hpp"
 #include "epochcast/service/request.hpp"
 #include "epochcast/trace/trace.hpp"
@@ -130,6 +131,20 @@ class Service {
   // The scaling prior on the public throughput table, one GPU type left out at a time
   // (`eval --protocol public`); `catalog_path` "": the bundled catalog.
   [[nodiscard]] PublicEvaluation evaluate_public(const std::string& catalog_path = {}) const;
+
+  // The job store (docs/store.md; JobsRequest names it). Errors as JobStore's; Error(kNotFound)
+  // for a run id or job key the store lacks.
+  [[nodiscard]] JobsList jobs_list(const JobsRequest& request) const;
+  [[nodiscard]] RunRecord jobs_show(const JobsRequest& request) const;
+  // Every run as JSON lines (run_json.hpp); the count written.
+  std::size_t jobs_export(const JobsRequest& request, std::ostream& out) const;
+  // Adds the runs of an export (`name` in messages: "runs.jsonl:3"); runs already there are skipped.
+  JobsImport jobs_import(const JobsRequest& request, std::istream& in, const std::string& name) const;
+  // Deletes the request's run, or every run of its job key; the count.
+  std::size_t jobs_forget(const JobsRequest& request) const;
+  // The measured pairs, the calibration they give this service's model and catalog, and the
+  // running error of predictions later checked on their target GPU, per GPU pair.
+  [[nodiscard]] JobPairs jobs_pairs(const JobsRequest& request) const;
 
   // The catalog's GPU ids in catalog order.
   [[nodiscard]] std::vector<std::string> gpu_ids() const;

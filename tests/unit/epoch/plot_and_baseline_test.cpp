@@ -28,7 +28,8 @@ TEST(Plot, MarksEveryBoundaryAndEscapesNames) {
   const std::string svg = render_detection_svg(s.trace, seg);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
-  EXPECT_EQ(count(svg, "stroke=\"#d62728\""), seg.epochs.size() + 1);
+  EXPECT_EQ(count(svg, "class=\"epoch-marker"), seg.epochs.size() + 1);  // each start and the last end
+  EXPECT_NE(svg.find("class=\"ec-chart ec-lanes\""), std::string::npos);  // the one chart renderer
   EXPECT_EQ(svg.find("run<1>"), std::string::npos);
   EXPECT_NE(svg.find("run&lt;1&gt;&amp;&quot;x&quot;.csv"), std::string::npos);
   // The voting channels are drawn; the constant SM clock of the generator is not.
@@ -44,7 +45,7 @@ TEST(Plot, NotFoundStillDraws) {
   ASSERT_FALSE(seg.found);
   const std::string svg = render_detection_svg(t, seg);
   EXPECT_NE(svg.find("no period found"), std::string::npos);
-  EXPECT_EQ(count(svg, "stroke=\"#d62728\""), 0u);
+  EXPECT_EQ(count(svg, "class=\"epoch-marker"), 0u);
 }
 
 TEST(Published, FindsTheBaseCaseRoughly) {

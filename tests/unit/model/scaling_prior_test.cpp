@@ -92,6 +92,17 @@ TEST(GpuCatalogPrecision, UnknownNameSuggestsNearestIds) {
   EXPECT_TRUE(near.front().starts_with("h100")) << near.front();
 }
 
+TEST(GpuCatalogPrecision, NearestIdsAreTheFamilyThenTyposAndNothingFar) {
+  const GpuCatalog c = load_gpu_catalog(kCatalog);
+  // "h100" is one letter from p100, but names the H100 family: all of it, and nothing else.
+  const auto h100 = c.nearest_ids("h100");
+  ASSERT_EQ(h100.size(), 3u);
+  for (const auto& id : h100) EXPECT_TRUE(id.starts_with("h100")) << id;
+  EXPECT_EQ(c.nearest_ids("v10").front(), "v100");      // a typo
+  EXPECT_TRUE(c.nearest_ids("nope").empty());            // nothing near: no suggestion at all
+  EXPECT_TRUE(c.nearest_ids("").empty());
+}
+
 TEST(Precision, RulesPerGpuAndUnknownWordListsChoices) {
   const GpuCatalog c = load_gpu_catalog(kCatalog);
   EXPECT_EQ(compute_path(Precision::kAuto, *c.find("a100-80gb")).unit, "TF32 tensor");

@@ -8,19 +8,15 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/trace/read.hpp"
+#include "reader_test_kit.hpp"
 
 namespace epochcast {
 namespace {
 
+using testing::slurp;
+
 const std::string kData = EPOCHCAST_TEST_DATA;
 const std::string kDmon = kData + "/dcgmi/two_gpus_100ms.dmon.log";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(ReadDmon, HeaderUnitsRowIntervalAndBusiestGpu) {
   const Trace t = read_trace(kDmon);

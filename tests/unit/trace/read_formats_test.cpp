@@ -10,18 +10,14 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/trace/read.hpp"
+#include "reader_test_kit.hpp"
 
 namespace epochcast {
 namespace {
 
-const std::string kDir = std::string(EPOCHCAST_TEST_DATA) + "/formats/";
+using testing::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+const std::string kDir = std::string(EPOCHCAST_TEST_DATA) + "/formats/";
 
 std::string parse_error(std::string_view content, const std::string& name = "bad.log", ReadOptions o = {}) {
   try {

@@ -8,32 +8,12 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/trace/read.hpp"
+#include "reader_test_kit.hpp"
 
 namespace epochcast {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string mutate(std::string s, std::mt19937& rng) {
-  const int edits = 1 + static_cast<int>(rng() % 4);
-  for (int e = 0; e < edits && !s.empty(); ++e) {
-    const std::size_t at = rng() % s.size();
-    switch (rng() % 6) {
-      case 0: s[at] = static_cast<char>(rng() % 256); break;                       // any byte
-      case 1: s[at] = ",\n []%.-:/NP0x"[rng() % 14]; break;                         // a delimiter
-      case 2: s.erase(at, rng() % 64); break;                                        // a cut
-      case 3: s.insert(at, s.substr(rng() % s.size(), rng() % 128)); break;         // a splice
-      case 4: s.resize(at); break;                                                   // truncation
-      case 5: s.insert(at, std::string(1 + rng() % 40, "9e,."[rng() % 4])); break;  // number-ish runs
-    }
-  }
-  return s;
-}
+using testing::slurp;
 
 TEST(ReadFuzz, MutatedTracesNeverEscapeAsAnythingButError) {
   const std::string data = EPOCHCAST_TEST_DATA;
@@ -45,26 +25,17 @@ TEST(ReadFuzz, MutatedTracesNeverEscapeAsAnythingButError) {
       "timestamp,gpu_index,gpu_uuid,gpu_name,gpu_util_pct,power_w\n"
       "2026-11-30T15:22:53.672Z,0,GPU-1,NVIDIA H200,97,312.4\n2026-11-30T15:22:53.772Z,0,GPU-1,NVIDIA H200,,300\n",
   };
-  std::mt19937 rng(20261130);
-  int ok = 0, errors = 0;
-  for (int i = 0; i < 1200; ++i) {
-    const std::string input = mutate(seeds[i % seeds.size()], rng);
-    ReadOptions o;
-    o.lenient = (i % 3) == 0;
-    try {
-      const Trace t = read_trace_from_string(input, "fuzz.csv", o);
-      ++ok;
-      for (const Channel& c : t.channels) ASSERT_EQ(c.values.size(), t.size());
-      for (std::size_t k = 1; k < t.size(); ++k) ASSERT_GE(t.time_s[k], t.time_s[k - 1]);
-    } catch (const Error& e) {
-      ++errors;
-      ASSERT_FALSE(std::string(e.what()).empty());
-      if (e.code() == ErrorCode::kParse) ASSERT_GE(e.where().line, 1u) << e.what();
-    }
-  }
+  const auto n = testing::fuzz_readers(
+      seeds, 1200, 20261130, "fuzz.csv", ",\n []%.-:/NP0x", "9e,.",
+      [](int i) {
+        ReadOptions o;
+        o.lenient = (i % 3) == 0;
+        return o;
+      },
+      [](const Trace&) {});
   // Both outcomes happen: the mutations are neither all harmless nor all fatal.
-  EXPECT_GT(ok, 100);
-  EXPECT_GT(errors, 100);
+  EXPECT_GT(n.traces, 100);
+  EXPECT_GT(n.errors, 100);
 }
 
 }  // namespace
