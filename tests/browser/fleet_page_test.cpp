@@ -1,6 +1,7 @@
 // The fleet page in headless Chromium, against the page routes of the server library and a
 // GET /v1/fleet that answers a fixture of the contract agreed with `epochcast watch`
-// (tests/data/fleet/fleet.json): the fixture stands in while no watcher is on main; the
+// (tests/data/fleet/fleet.json, with the extra fields watch writes: passes, queries_total,
+// analysed, epoch_s null when not found): the fixture stands in while no watcher is on main; the
 // "no fleet watched" case runs against the real `serve` in page_test.cpp.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -109,6 +110,34 @@ TEST_F(FleetPage, AnErrorAnswerIsShown) {
   b.wait_for("#fleet-status.bad");
   const std::string text = b.text(*b.find("#fleet-status"));
   EXPECT_NE(text.find("Cannot read the fleet"), std::string::npos) << text;
+}
+
+// A snapshot a real watch answered against a real Prometheus (tests/data/fleet/README.md):
+// every GPU and job has its row, nothing reads as an error.
+TEST_F(FleetPage, RendersARealWatchSnapshot) {
+  const std::string text = testing::read_file(std::string(EPOCHCAST_TEST_DATA) + "/fleet/watch_snapshot.json");
+  const nlohmann::json j = nlohmann::json::parse(text);
+  int jobs = 0, idle_without_jobs = 0;
+  for (const auto& g : j["gpus"]) {
+    jobs += static_cast<int>(g["jobs"].size());
+    idle_without_jobs += g["jobs"].empty();
+  }
+  ASSERT_GT(jobs, 5);
+  answer(text);
+  WebDriver b(dir_.path());
+  b.go(url("/fleet"));
+  b.wait_for("#fleet-table");
+  EXPECT_EQ(b.script("return document.querySelectorAll('#fleet-table > tbody > tr.job').length;").get<int>(), jobs);
+  EXPECT_EQ(b.script("return document.querySelectorAll('#fleet-table > tbody > tr:not(.predictions-row)').length;")
+                .get<int>(),
+            jobs + idle_without_jobs);
+  EXPECT_FALSE(b.find("#fleet-status.bad")) << b.text(*b.find("#fleet-status"));
+  EXPECT_EQ(b.text(*b.find("#fleet-summary")).rfind(std::to_string(j["gpus"].size()) + " GPUs, " + std::to_string(jobs) + " jobs", 0), 0u);
+  const std::string png = (dir_.path() / "fleet_real.png").string();
+  std::ofstream(png, std::ios::binary) << b.screenshot_png();
+  const nlohmann::json stats = testing::png_stats(png, dir_.path());
+  ASSERT_FALSE(stats.is_null());
+  EXPECT_GT(stats["non_background_fraction"].get<double>(), 0.02) << stats.dump();
 }
 
 }  // namespace

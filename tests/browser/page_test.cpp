@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <chrono>
 
 #include "../integration/png_stats.hpp"
 #include "webdriver.hpp"
@@ -110,6 +112,28 @@ TEST_F(Page, HostLogFromThePageReachesTheDetector) {
   const std::string source = b.text(b.wait_for("#source"));
   EXPECT_NE(source.find("epochs, period"), std::string::npos) << source;
   EXPECT_EQ(b.script("return document.querySelectorAll('#trace-chart [data-channel=\"host_cpu_util_pct\"]').length;").get<int>(), 1);
+  b.frame(std::nullopt);
+}
+
+// The page's options become the request's query: the catalog fills "Recorded on", the epochs
+// to price reach the cost table.
+TEST_F(Page, OptionsReachTheRequest) {
+  WebDriver& b = *browser_;
+  b.go(url("/"));
+  b.send_keys(b.wait_for("#trace"), h200("resnet50_224_bs256_bf16.smi.csv"));
+  // The GPU list arrives from GET /v1/gpus after the page loads.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (b.script("return document.querySelectorAll('#source-gpu option').length;").get<int>() < 6 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GE(b.script("return document.querySelectorAll('#source-gpu option[value=\"h200\"]').length;").get<int>(), 1);
+  b.script("document.getElementById('epochs').value = '25'; document.getElementById('precision').value = 'bf16';");
+  b.click(b.wait_for("#submit"));
+  b.wait_for("#result:not([hidden]), #error:not([hidden])", 60);
+  ASSERT_FALSE(b.find("#error:not([hidden])")) << b.text(*b.find("#error"));
+  b.frame(b.wait_for("#report"));
+  const std::string head = b.text(b.wait_for("#cost-table thead"));
+  EXPECT_NE(head.find("$ for 25 epochs"), std::string::npos) << head;
   b.frame(std::nullopt);
 }
 
