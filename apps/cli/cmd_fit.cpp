@@ -43,7 +43,8 @@ nlohmann::json scaling_prior_json(const StackedModel& m) {
                           {"interval_q_log", p.interval_q_log}};
   };
   return {{"used", m.options().calibrated_prior && m.options().residual_over_prior},
-          {"fitted_on", s.fitted_on}, {"fp32_code", params(s.fp32_code)}, {"mixed", params(s.mixed)}};
+          {"fitted_on", s.fitted_on}, {"fp32_code", params(s.fp32_code)}, {"mixed", params(s.mixed)},
+          {"trusted_excess_log", m.trusted_excess_log()}};
 }
 }  // namespace
 
@@ -160,6 +161,10 @@ void add_fit_command(CLI::App& app) {
         fmt::print("prior     {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}, fixed_share {:.3f}, "
                    "90 % interval x/÷ {:.3f} (public table, leave one GPU out)\n",
                    name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, p.fixed_share, std::exp(p.interval_q_log));
+    if (model.options().calibrated_prior && model.options().residual_over_prior && model.options().shrink_span_log > 0)
+      fmt::print("shrink    correction kept whole up to {:.2f}x beyond the training GPUs' compute peak or bandwidth "
+                 "(chosen on the GPU-held-out folds), gone {:.0f}x further\n",
+                 std::exp(model.trusted_excess_log()), std::exp(model.options().shrink_span_log));
     fmt::print("data      {}\nheld-out  {}\n", model.data_fingerprint(),
                validation.available ? "the bundled figures apply (same data, options and schema): " + validation.note
                                     : validation.note);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "epochcast/core/error.hpp"
+#include "group_folds.hpp"
 #include "pair_features.hpp"
 
 namespace epochcast {
@@ -194,17 +195,13 @@ EvalReport evaluate(const Dataset& ds, const GpuCatalog& catalog, Protocol proto
   } else if (protocol == Protocol::kKfold) {
     std::vector<std::string> workloads;
     for (const auto& r : ds.rows) workloads.push_back(r.workload);
-    std::sort(workloads.begin(), workloads.end());
-    workloads.erase(std::unique(workloads.begin(), workloads.end()), workloads.end());
-    std::mt19937_64 rng(options.seed);
-    std::shuffle(workloads.begin(), workloads.end(), rng);
-    const std::size_t k = std::min<std::size_t>(5, workloads.size());
+    const GroupFolds by_workload = group_folds(workloads, 5, options.seed);
+    const std::size_t k = by_workload.folds;
     if (k < 2) throw Error(ErrorCode::kInvalidArgument, "kfold needs at least two workloads");
-    std::map<std::string, std::size_t> fold;
-    for (std::size_t i = 0; i < workloads.size(); ++i) fold[workloads[i]] = i % k;
+    const std::map<std::string, std::size_t>& fold = by_workload.fold_of_label;
     for (std::size_t f = 0; f < k; ++f) {
       Split s{"fold " + std::to_string(f + 1), {}, {}};
-      for (const auto& p : pairs) (fold[ds.rows[p.source].workload] == f ? s.test : s.train).push_back(p);
+      for (const auto& p : pairs) (fold.at(ds.rows[p.source].workload) == f ? s.test : s.train).push_back(p);
       splits.push_back(std::move(s));
     }
   } else {

@@ -286,13 +286,26 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   }
 
   t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> assumption_decides;  // auto: targets where mixed precision would differ > 2x
   for (const GpuSpec& target : targets) {
     GpuPrediction p = target.id == source.id
                           ? measured_row(source, epoch_s, report)
                           : predicted_row(source, target, epoch_s, features, precision, assessment, m, report);
+    if (precision == Precision::kAuto && target.id != source.id) {
+      const double mixed = m.model->predict(features, epoch_s, source, target, Precision::kFp16).epoch_s;
+      const double as_fp32 = m.model->predict(features, epoch_s, source, target, Precision::kAuto).epoch_s;
+      if (std::max(as_fp32 / mixed, mixed / as_fp32) > kPrecisionAssumptionWarnRatio)
+        assumption_decides.push_back(
+            fmt::format("{} {:.2f}x the source's epoch as fp32 code, {:.2f}x as fp16", target.id, as_fp32 / epoch_s, mixed / epoch_s));
+    }
     p.instances = instance_costs(s.prices, target.id, p.epoch_s, request.epochs);
     report.predictions.push_back(std::move(p));
   }
+  if (!assumption_decides.empty())
+    report.warnings.push_back(fmt::format(
+        "precision auto assumes fp32 code: {}; where assuming fp16/bf16 autocast changes the answer more than {:g}x: {}; "
+        "set the precision (fp16, bf16, fp32) to choose",
+        kAutoPrecisionEvidence, kPrecisionAssumptionWarnRatio, fmt::join(assumption_decides, "; ")));
   if (times) times->model_s = seconds_since(t0);
   rank_by_time(report.predictions);
   add_summary_warnings(report);

@@ -28,6 +28,12 @@ using ::testing::HasSubstr;
 using RunResult = epochcast::testing::CommandResult;
 RunResult run(const std::string& args) { return epochcast::testing::run_cli(args + " 2>/dev/null"); }
 
+std::string fmt_ratio(double r) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", r);
+  return b;
+}
+
 std::string data(const std::string& name) { return std::string(EPOCHCAST_TEST_DATA) + "/h200/" + name; }
 
 nlohmann::json truth(const std::string& run_name) {
@@ -127,6 +133,36 @@ TEST(Predict, UnseenSourceGpuIsWarnedAndIntervalsWidened) {
   ASSERT_NE(t4, nullptr);
   const double ratio = (*t4)["interval_s"][1].get<double>() / (*t4)["epoch_s"].get<double>();
   EXPECT_GT(ratio, 1.2);
+}
+
+// auto does not infer the precision (the metrics cannot tell it): it names the targets where the
+// assumption (fp32 code) changes the answer more than 2x against fp16 autocast; given a precision,
+// nothing is assumed and no such warning appears.
+TEST(PredictPrecision, AutoNamesTargetsWhereTheAssumptionDecides) {
+  const std::string trace = data("resnet50_224_bs256_bf16.smi.csv");
+  auto warning = [](const nlohmann::json& j) {
+    for (const auto& w : j["warnings"])
+      if (w.get<std::string>().starts_with("precision auto assumes fp32 code")) return w.get<std::string>();
+    return std::string();
+  };
+  const RunResult a = run("predict " + trace + " --gpus v100,h100-sxm --json");
+  ASSERT_EQ(a.status, 0) << a.out;
+  const nlohmann::json ja = nlohmann::json::parse(a.out);
+  const std::string w = warning(ja);
+  // V100 has FP16 tensor cores but no TF32: fp32 code runs at 15.7 TFLOPS, fp16 at 125.
+  EXPECT_THAT(w, HasSubstr("v100 ")) << ja["warnings"].dump();
+  EXPECT_THAT(w, HasSubstr("4 of 6"));
+  EXPECT_THAT(w, ::testing::Not(HasSubstr("h100-sxm")));  // same tensor path both ways: < 2x
+  EXPECT_EQ(ja["precision"]["requested"], "auto");
+  const RunResult f = run("predict " + trace + " --gpus v100,h100-sxm --precision fp16 --json");
+  ASSERT_EQ(f.status, 0) << f.out;
+  const nlohmann::json jf = nlohmann::json::parse(f.out);
+  EXPECT_EQ(warning(jf), "");
+  // The warning's fp16 figure is the --precision fp16 prediction.
+  const double src = jf["source"]["measured_epoch_s"].get<double>();
+  for (const auto& r : jf["predictions"])
+    if (r["gpu"] == "v100")
+      EXPECT_THAT(w, HasSubstr(fmt_ratio(r["epoch_s"].get<double>() / src) + "x as fp16"));
 }
 
 // The bundled figures must belong to the default model: a model change without

@@ -27,6 +27,19 @@ inline constexpr const char* kAutoPrecisionRule =
     "auto: fp32 code with the frameworks' defaults (cuDNN runs it on TF32 tensor cores where the GPU has "
     "them, on the FP32 units elsewhere); a mixed-precision job needs precision fp16 or bf16";
 
+// Measured, not assumed (docs/predict.md, "Precision"): whether a trace's metrics tell a
+// mixed-precision job from fp32 code. On the six H200 traces (3 bf16/fp16 autocast, 3 fp32) the
+// best single-metric threshold (utilization.gpu, utilization.memory and its ratio to busy,
+// power / limit, power per busy share, SM clock) told 4 of 6 apart leave-one-trace-out, chance
+// 3: no rule, so auto does not infer the precision and says so.
+inline constexpr const char* kAutoPrecisionEvidence =
+    "the metrics do not tell mixed precision from fp32 code (the best single-metric rule told 4 of 6 H200 runs "
+    "apart leave-one-trace-out, chance 3)";
+// auto's assumption is named per target where assuming mixed precision instead would change the
+// predicted time by more than this factor (a 2x answer is a different decision; unit test
+// PredictPrecision.AutoNamesTargetsWhereTheAssumptionDecides).
+inline constexpr double kPrecisionAssumptionWarnRatio = 2.0;
+
 // The rule a prediction for precision `p` follows, as the output states it (kAutoPrecisionRule
 // for kAuto).
 [[nodiscard]] std::string precision_rule(Precision p);

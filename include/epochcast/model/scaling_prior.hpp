@@ -23,7 +23,7 @@ struct ScalingParams {
   double bandwidth_exp = 1;  // realised share of the bandwidth ratio
   double power_exp = 0;      // exponent of the power-limit ratio on the compute share
   double memory_share = 0.5; // memory-bound share of the busy time (scales with bandwidth)
-  double fixed_share = 0;    // share of the busy time that does not scale (launch- and latency-bound)
+  double fixed_share = 0;    // share of the busy time that scales with the SM clock only (launch- and latency-bound)
   // Power limits are clamped to the range of the GPUs the exponent was fitted on (0: no clamp):
   // a fitted term is not extrapolated (a 70 W T4 is read as the table's lowest, 150 W).
   double power_min_w = 0, power_max_w = 0;
@@ -42,7 +42,8 @@ struct ScalingPrior {
 };
 
 // log of a job's busy time on `gpu` relative to `reference`: on the reference it splits by the
-// fitted shares into fixed, memory-bound and compute-bound parts; the memory part scales with the
+// fitted shares into fixed, memory-bound and compute-bound parts; the fixed part scales with the
+// SM-clock ratio, the memory part with the
 // bandwidth ratio^bandwidth_exp, the compute part with the realised compute ratio (peak^compute_exp
 // x power limit^power_exp), which moves toward the SM-clock ratio as `busy` falls (a mostly idle
 // GPU runs small latency-bound kernels), as format 4's prior did.

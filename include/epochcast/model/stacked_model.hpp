@@ -25,7 +25,9 @@ namespace epochcast {
 // Model file format version; bump when the file layout or the pair features change.
 // 4: utilisation-shaped prior; 5: kernel ridge default stack; 6: the scaling prior calibrated on the
 // public throughput table (its numbers in the file), precision-aware, correction shrunk off the training GPUs.
-inline constexpr int kModelFormatVersion = 6;
+// 7: the correction is trusted up to an excess chosen on the GPU-held-out folds, the excess over
+// the job precision's compute peak and the bandwidth.
+inline constexpr int kModelFormatVersion = 7;
 
 // Called during long work: what is being done, how much of it is done.
 using ProgressFn = std::function<void(std::string_view stage, std::size_t done, std::size_t total)>;
@@ -49,9 +51,10 @@ struct FitOptions {
   // format 6); false: format 5's parameter-free amdahl.memory_clock_split (CLI --format5-prior).
   bool calibrated_prior = true;
   // The learned correction is shrunk toward 0 (the prior alone) as the source or target GPU's
-  // FP32, FP16-matrix or bandwidth figure lies outside the training GPUs' range: by
-  // excess / shrink_span_log of the log excess, gone at that excess (ln 4: a GPU 4x beyond the
-  // training GPUs gets the prior alone). 0 turns shrinking off.
+  // compute peak for the job's precision or its bandwidth lies outside the training GPUs' range
+  // by more than the excess the GPU-held-out folds validated (trusted_excess_log, chosen in the
+  // fit): by (excess − trusted) / shrink_span_log, gone at that much more (ln 4: a GPU 4x beyond
+  // what was validated gets the prior alone). 0 turns shrinking off.
   double shrink_span_log = 1.3862943611198906;
   // Also fit the meta learner on GPU-grouped out-of-fold predictions (each training target
   // GPU held out of both sides in turn): a learner that extrapolates badly to an unseen GPU
@@ -117,7 +120,11 @@ class StackedModel {
   [[nodiscard]] double prior_log_ratio_for(const FeatureRow& source_features, std::span<const double> x,
                                            const GpuSpec& source, const GpuSpec& target, Precision precision) const;
   // The share of the learned correction kept for this pair (FitOptions::shrink_span_log).
-  [[nodiscard]] double correction_shrink(const GpuSpec& source, const GpuSpec& target) const;
+  [[nodiscard]] double correction_shrink(const GpuSpec& source, const GpuSpec& target,
+                                         Precision precision = Precision::kAuto) const;
+  // The log excess over the training GPUs' figures up to which the correction is kept whole,
+  // chosen on the GPU-held-out folds (0 without them).
+  [[nodiscard]] double trusted_excess_log() const { return trusted_excess_log_; }
   [[nodiscard]] const ScalingPrior& scaling_prior() const { return scaling_prior_; }
 
   [[nodiscard]] std::vector<std::string> source_gpus_in_training() const { return source_gpus_; }
@@ -161,8 +168,9 @@ class StackedModel {
   double log_ratio_lo_ = -10, log_ratio_hi_ = 10;
   std::vector<std::string> source_gpus_, target_gpus_;
   ScalingPrior scaling_prior_;  // fitted on the public table (calibrated_prior)
-  // log of FP32, FP16-matrix and bandwidth figures: the training GPUs' range (correction_shrink).
+  // log of the fp32-code compute peak and the bandwidth: the training GPUs' range (correction_shrink).
   std::vector<double> spec_log_lo_, spec_log_hi_;
+  double trusted_excess_log_ = 0;
   std::vector<double> feature_min_, feature_max_;  // per FeatureRow feature over source runs
   std::size_t training_pairs_ = 0;
   std::string dataset_source_;

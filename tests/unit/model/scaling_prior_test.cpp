@@ -172,6 +172,19 @@ TEST(ScalingPrior, LeaveOneGpuOutBeatsTheSpecSheetAndFormat5Priors) {
   }
 }
 
+// The fixed (launch- and latency-bound) share runs at the SM clock: a GPU that differs only by a
+// 1.5x clock takes 1/1.5 of the fixed time, and the memory share does not see the clock.
+TEST(ScalingPrior, FixedShareScalesWithTheSmClockOnly) {
+  const GpuCatalog c = load_gpu_catalog(kCatalog);
+  const GpuSpec& a = *c.find("a100-80gb");
+  GpuSpec fast = a;
+  fast.max_sm_clock_mhz = 1.5 * a.max_sm_clock_mhz;
+  const ScalingParams fixed_only{.compute_exp = 1, .bandwidth_exp = 1, .power_exp = 0, .memory_share = 0, .fixed_share = 1};
+  EXPECT_NEAR(busy_level_log(fixed_only, 1.0, a, fast, Precision::kFp16), std::log(1 / 1.5), 1e-12);
+  const ScalingParams memory_only{.compute_exp = 1, .bandwidth_exp = 1, .power_exp = 0, .memory_share = 1, .fixed_share = 0};
+  EXPECT_NEAR(busy_level_log(memory_only, 1.0, a, fast, Precision::kFp16), 0.0, 1e-12);
+}
+
 TEST(ScalingPrior, RatiosAreConsistentAndIdleTimeDoesNotScale) {
   const GpuCatalog c = load_gpu_catalog(kCatalog);
   const ScalingPrior& p = calibrated_scaling_prior();

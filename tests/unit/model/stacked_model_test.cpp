@@ -469,6 +469,43 @@ TEST_F(Fixture, LeaveOneGpuOutKeepsTheGpuOutOfTraining) {
   for (const auto& g : m.target_gpus_in_training()) EXPECT_NE(g, "t4");
 }
 
+// The correction is kept whole up to the excess the GPU-held-out folds validated, chosen from
+// 0, 0.1, … capped at the largest excess one of those folds showed; beyond it, it fades over
+// shrink_span_log. Without GPU folds there is no evidence: nothing is trusted beyond the range.
+TEST_F(Fixture, TrustedExcessIsChosenOnGpuFolds) {
+  // The largest excess of one dataset GPU over the other three (compute peak at kAuto, bandwidth).
+  const std::vector<std::string> ids = data->gpu_ids();
+  double largest = 0;
+  for (const auto& held : ids) {
+    double lo_c = 1e9, hi_c = 0, lo_b = 1e9, hi_b = 0;
+    for (const auto& id : ids) {
+      if (id == held) continue;
+      const GpuSpec& g = *catalog->find(id);
+      lo_c = std::min(lo_c, compute_path(Precision::kAuto, g).tflops), hi_c = std::max(hi_c, compute_path(Precision::kAuto, g).tflops);
+      lo_b = std::min(lo_b, g.memory_bandwidth_gbs), hi_b = std::max(hi_b, g.memory_bandwidth_gbs);
+    }
+    const GpuSpec& h = *catalog->find(held);
+    const double c = compute_path(Precision::kAuto, h).tflops, b = h.memory_bandwidth_gbs;
+    largest = std::max({largest, std::log(lo_c / c), std::log(c / hi_c), std::log(lo_b / b), std::log(b / hi_b)});
+  }
+  const double trusted = model->trusted_excess_log();
+  EXPECT_GE(trusted, 0.0);
+  EXPECT_LE(trusted, largest + 1e-9);
+  const double steps = trusted / 0.1;
+  EXPECT_TRUE(std::abs(steps - std::round(steps)) < 1e-9 || std::abs(trusted - largest) < 1e-9) << trusted;
+  // Inside the training range and within the trusted excess: the whole correction.
+  const GpuSpec& v100 = *catalog->find("v100");
+  EXPECT_EQ(model->correction_shrink(*catalog->find("t4"), v100), 1.0);
+  // An fp16 job meets V100's 125 TFLOPS FP16 tensor peak, 3.6x beyond the training GPUs' fp32-code
+  // peaks (A10G's TF32 35): less correction than the same pair in fp32 code.
+  EXPECT_LT(model->correction_shrink(*catalog->find("t4"), v100, Precision::kFp16), 1.0);
+  // Round trip through the model file.
+  EXPECT_EQ(model_from_json(model_to_json(*model), "mem").trusted_excess_log(), trusted);
+  FitOptions no_gpu_folds = quick();
+  no_gpu_folds.meta_gpu_folds = false;
+  EXPECT_EQ(fit_model(*data, *catalog, no_gpu_folds).trusted_excess_log(), 0.0);
+}
+
 // The learners fit the correction to the Amdahl prior; only the correction is clamped, so a
 // GPU far outside the training range (H200) is predicted near the prior, not extrapolated.
 TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
@@ -483,7 +520,8 @@ TEST_F(Fixture, UnseenGpuIsCarriedByThePriorWithTheWiderInterval) {
     const DatasetRow& r = data->rows[i];
     const GpuSpec& src = *catalog->find(r.gpu_id);
     pair_features(schema, r.features, r.epoch_s, src, h200, x);
-    // H200 is beyond ln 4 in bandwidth from every training GPU: no correction, the calibrated prior.
+    // H200's TF32 peak is 14x the training GPUs' largest (A10G's 35 TFLOPS), beyond any trusted
+    // excess plus ln 4: no correction, the calibrated prior.
     EXPECT_EQ(model->correction_shrink(src, h200), 0.0);
     const double prior = model->prior_log_ratio_for(r.features, x, src, h200, Precision::kAuto);
     const double got = std::log(model->predict(r.features, r.epoch_s, src, h200).epoch_s / r.epoch_s);
