@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "epochcast/store/run_record.hpp"
+#include "epochcast/service/service.hpp"  // PairPredictionError
 
 namespace epochcast::server {
 
