@@ -13,10 +13,28 @@ thread_local std::size_t t_skipped_acf_levels = 0;
 namespace {
 
 // Each level searches lags [kLevelLagLo, kLevelLagHi): 8 to 16 samples per period on every
-// level, so 8 or 100,000 samples per epoch cost the same. Guarded by SyntheticDetection.* and
+// level, so 8 or 100,000 samples per epoch cost the same. Guarded by Synthetic.* and
 // LongRuns.* (every period from 8 samples to minutes at 10 Hz).
 constexpr double kLevelLagLo = 8;
 constexpr double kLevelLagHi = 16;
+// A local peak of the combined ACF below this is no candidate.
+constexpr double kMinPeakAcf = 0.02;
+// Rule (a), period doubling: a candidate 2-4x shorter than the best, scoring at least
+// kConsidered of it, wins when its ACF compared on its own level is at least kShorterWins of
+// the longer one's. Guarded by Synthetic.* and LongRuns.OneHertzMinutesLongEpochsNotAMultiple.
+constexpr double kConsidered = 0.5;
+constexpr double kShorterWins = 0.9;
+// Rule (b), nested periods: a candidate over kMuchLonger x the best that is no harmonic (within
+// kHarmonicTolerance up to 4x: epoch jitter blurs the multiple; kFarHarmonicTolerance beyond)
+// and scores at least kLongerWins of it on the best one's level is the epoch.
+// Guarded by LongRuns.* (270 s and 300 s epochs at 1 Hz, 24 h slice).
+constexpr double kMuchLonger = 1.5;
+constexpr double kHarmonicTolerance = 0.10;
+constexpr double kFarHarmonicTolerance = 0.02;
+constexpr double kLongerWins = 0.8;
+// Levels bracket the period when the next level's longest lag x this is below the shortest
+// strong peak: P's 2-4x shorter harmonics (10 % included) stay searched. Guarded by AcfLevelSkip.*.
+constexpr double kBracketReach = 4.4;
 struct LevelRange {
   std::size_t lo, hi;  // accepted peak lags [lo, hi) in level samples
 };
@@ -59,7 +77,7 @@ std::vector<Candidate> combined_peaks(Analysis& an, const std::vector<std::vecto
     for (std::size_t k = ranges[l].lo; k < ranges[l].hi; ++k) {
       const std::size_t i = k - lo;
       if (i == 0 || i + 1 >= total.size()) continue;
-      if (total[i] > total[i - 1] && total[i] >= total[i + 1] && total[i] > 0.02) {
+      if (total[i] > total[i - 1] && total[i] >= total[i + 1] && total[i] > kMinPeakAcf) {
         const double off = signal::parabolic_offset(total[i - 1], total[i], total[i + 1]);
         out.push_back({(static_cast<double>(k) + off) * scale, total[i], static_cast<int>(l)});
       }
@@ -78,8 +96,8 @@ bool period_bracketed(const std::vector<Candidate>& cands, std::size_t next) {
   for (const auto& c : cands) best = std::max(best, c.score);
   double shortest = kInf;
   for (const auto& c : cands)
-    if (c.score >= 0.5 * best) shortest = std::min(shortest, c.period_samples);
-  return kLevelLagHi * std::ldexp(1.0, static_cast<int>(next)) * 4.4 < shortest;
+    if (c.score >= kConsidered * best) shortest = std::min(shortest, c.period_samples);
+  return kLevelLagHi * std::ldexp(1.0, static_cast<int>(next)) * kBracketReach < shortest;
 }
 
 // Samples of the centred probe window: 1/8 of the ACF window (>= 128 periods of lag 16).
@@ -118,7 +136,7 @@ bool probe_needs_level(const Analysis& an, std::size_t level, const LevelRange& 
     const std::size_t i = k - lo;
     if (i == 0 || i + 1 >= total.size()) continue;
     if (total[i] > total[i - 1] && total[i] >= total[i + 1] &&
-        total[i] / wsum >= 0.5 * top - kProbeMargin)
+        total[i] / wsum >= kConsidered * top - kProbeMargin)
       return true;
   }
   return false;
@@ -207,18 +225,18 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     if (c.score > best.score) best = c;
   // A shorter candidate of which best is 2-4 times: compare both on the shorter one's level.
   for (const auto& s : candidates) {
-    if (s.level >= best.level || s.score < 0.5 * best.score) continue;
+    if (s.level >= best.level || s.score < kConsidered * best.score) continue;
     const double ratio = best.period_samples / s.period_samples;
     const double m = std::round(ratio);
     // On a level with fewer than 4 samples per short period, pairwise means alias that period
     // into long peaks that are no multiple of it (many epochs in view: 7.06x, 8.93x seen).
     const bool aliased = s.period_samples < 4 * std::ldexp(1.0, best.level);
-    if (!aliased && (m < 2 || m > 4 || std::abs(ratio - m) > 0.10 * m)) continue;
+    if (!aliased && (m < 2 || m > 4 || std::abs(ratio - m) > kHarmonicTolerance * m)) continue;
     const auto level = static_cast<std::size_t>(s.level);
     const double scale = std::ldexp(1.0, s.level);
     double r_short = acf_at(an, level, s.period_samples / scale);
     const double r_long = acf_at(an, level, best.period_samples / scale);
-    if (r_short < 0.9 * r_long && s.level >= 1) {
+    if (r_short < kShorterWins * r_long && s.level >= 1) {
       // Also two levels finer, each at its best lag within its own quantisation (half a sample
       // of the level it was found on): on the shorter one's level a signature narrower than one
       // level sample is lost when the period is a fractional number of level samples (300 s
@@ -227,9 +245,9 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
       const auto fine = static_cast<std::size_t>(std::max(0, s.level - 2));
       const double f_short = acf_peak_near(an, fine, s.period_samples, 0.5 * scale);
       const double f_long = acf_peak_near(an, fine, best.period_samples, std::ldexp(0.5, best.level));
-      if (f_short >= 0.9 * f_long) r_short = std::max(r_short, 0.9 * r_long);
+      if (f_short >= kShorterWins * f_long) r_short = std::max(r_short, kShorterWins * r_long);
     }
-    if (r_short >= 0.9 * r_long) {
+    if (r_short >= kShorterWins * r_long) {
       best = s;
       best.score = r_short;
       break;
@@ -238,13 +256,13 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
   Candidate chosen = best;
   double best_fine = 0;
   for (const auto& c : candidates) {
-    if (c.period_samples <= best.period_samples * 1.5 || c.score < 0.8 * best.score) continue;
+    if (c.period_samples <= best.period_samples * kMuchLonger || c.score < kLongerWins * best.score) continue;
     const double ratio = c.period_samples / best.period_samples;
     const double m = std::round(ratio);
     // 2-4 times the best peak: its harmonic (epoch jitter blurs the multiple, hence 10 %).
     // Further out only a near-exact multiple is a harmonic; otherwise best is an iteration-level
     // period nested inside the epoch.
-    const double tolerance = m <= 4 ? 0.10 : 0.02;
+    const double tolerance = m <= 4 ? kHarmonicTolerance : kFarHarmonicTolerance;
     bool multiple = std::abs(ratio - m) <= tolerance * m;
     if (!multiple && m > 4) {
       // Beyond 4x, 2 % is finer than either peak's level quantisation (270 s epochs at 1 Hz:
@@ -252,7 +270,7 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
       if (best_fine <= 0) best_fine = refine_period(an, best).period_samples;
       const double r = refine_period(an, c).period_samples / best_fine;
       const double k = std::round(r);
-      multiple = k >= 2 && std::abs(r - k) <= (k <= 4 ? 0.10 : 0.02) * k;
+      multiple = k >= 2 && std::abs(r - k) <= (k <= 4 ? kHarmonicTolerance : kFarHarmonicTolerance) * k;
     }
     if (multiple) continue;
     // Compare on best's level: a coarse level's ACF is inflated by its averaging.
@@ -260,7 +278,7 @@ Candidate choose_period(const Analysis& an, const std::vector<Candidate>& candid
     const double scale = std::ldexp(1.0, best.level);
     const double r_best = acf_at(an, level, best.period_samples / scale);
     const double r_c = acf_at(an, level, c.period_samples / scale);
-    if (r_c < 0.8 * r_best) continue;
+    if (r_c < kLongerWins * r_best) continue;
     if (chosen.period_samples == best.period_samples || c.score > chosen.score) chosen = c;
   }
   return chosen;

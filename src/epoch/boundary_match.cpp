@@ -17,6 +17,24 @@ constexpr std::size_t kMaxMatchedBoundaries = 4096;
 // The epoch profile is folded over at most this many periods: over thousands of epochs a small
 // error of the period (or epoch jitter) would smear the profile flat.
 constexpr double kFoldPeriods = 64;
+// A boundary matches when the template's normalised correlation with it is at least this (a
+// template folded from N windows correlates ~1/sqrt(N) with each by construction, which is why
+// the confidence counts delimited epochs, not matches alone). Guarded by RealTraceTarget.* and
+// LaunchBound.FewEpochNullFindsAreRare.
+constexpr double kMatchNcc = 0.3;
+// Matched boundaries off the line (or the chain's expected spacing) by more than this fraction
+// of the period (x sqrt(steps) along the chain, at least one sample) are outliers.
+constexpr double kBoundaryTolerance = 0.1;
+// The template spans at most kTemplateHalf level samples either side of the signature, and is
+// searched within period / kSearchDivisor (at most kSearchMax) of each expected boundary.
+constexpr double kTemplateHalf = 24;
+constexpr double kSearchDivisor = 6;
+constexpr double kSearchMax = 12;
+// The signature repeats half a period later (the period is probably twice the true one) when
+// the twin bump is at least kTwinShare of the peak and the quarter points stay below kQuietShare.
+// Guarded by Synthetic.* (no period doubling).
+constexpr double kTwinShare = 0.6;
+constexpr double kQuietShare = 0.3;
 
 }  // namespace
 
@@ -90,7 +108,7 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
     const double twin = max_near(peak + bins / 2, bins / 16) - a_med;
     const double q1 = anomaly[(peak + bins / 4) % bins] - a_med;
     const double q3 = anomaly[(peak + 3 * bins / 4) % bins] - a_med;
-    fit.signature_repeats_at_half = twin >= 0.6 * rise && q1 < 0.3 * rise && q3 < 0.3 * rise;
+    fit.signature_repeats_at_half = twin >= kTwinShare * rise && q1 < kQuietShare * rise && q3 < kQuietShare * rise;
   }
   std::size_t before = 0, after = 0;  // extent of the signature around its peak, in bins
   while (before + 1 < bins && anomaly[(peak + bins - before - 1) % bins] > threshold) ++before;
@@ -102,8 +120,8 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   double phase0 = std::fmod((mid_bin + 0.5) * bin_width + period, period);
 
   // Template: each channel's signed deviation around the mid-point, weighted by its SNR.
-  const int half = static_cast<int>(std::min(std::ceil(period / 2), 24.0));
-  const int search = static_cast<int>(std::max(1.0, std::min(std::round(period / 6), 12.0)));
+  const int half = static_cast<int>(std::min(std::ceil(period / 2), kTemplateHalf));
+  const int search = static_cast<int>(std::max(1.0, std::min(std::round(period / kSearchDivisor), kSearchMax)));
   std::vector<std::vector<double>> tmpl(channels, std::vector<double>(2 * half + 1, 0.0));
   double t_energy = 0;
   for (std::size_t c = 0; c < channels; ++c) {
@@ -232,7 +250,7 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
     if (q >= static_cast<double>(len)) break;
     const auto [pos, ncc] = match_near(q);
     found.push_back({static_cast<double>(k), pos, ncc});
-    if (ncc >= 0.3) chain.add(static_cast<double>(k), pos);
+    if (ncc >= kMatchNcc) chain.add(static_cast<double>(k), pos);
     if (k == k_mid) mid_chain = chain;
   }
   chain = mid_chain;
@@ -242,7 +260,7 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
     if (q < -static_cast<double>(search)) break;
     const auto [pos, ncc] = match_near(q);
     found.push_back({static_cast<double>(k), pos, ncc});
-    if (ncc >= 0.3) chain.add(static_cast<double>(k), pos);
+    if (ncc >= kMatchNcc) chain.add(static_cast<double>(k), pos);
   }
   std::sort(found.begin(), found.end(), [](const Match& x, const Match& y) { return x.k < y.k; });
   std::vector<double> ks, positions, quality;
@@ -255,7 +273,7 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
 
   // Robust least squares: position = t0 + k * period.
   std::vector<bool> inlier(positions.size());
-  for (std::size_t i = 0; i < positions.size(); ++i) inlier[i] = quality[i] >= 0.3;
+  for (std::size_t i = 0; i < positions.size(); ++i) inlier[i] = quality[i] >= kMatchNcc;
   double t0 = phase0, p = period;
   for (int round = 0; round < 3; ++round) {
     double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -271,12 +289,12 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
     const double den = n * sxx - sx * sx;
     if (!(std::abs(den) > 0)) break;
     const double slope = (n * sxy - sx * sy) / den;
-    if (std::abs(slope - period) > 0.1 * period) break;
+    if (std::abs(slope - period) > kBoundaryTolerance * period) break;
     p = slope;
     t0 = (sy - p * sx) / n;
-    const double tolerance = std::max(0.1 * period, 1.0);
+    const double tolerance = std::max(kBoundaryTolerance * period, 1.0);
     for (std::size_t i = 0; i < positions.size(); ++i)
-      inlier[i] = quality[i] >= 0.3 && std::abs(positions[i] - (t0 + p * ks[i])) <= tolerance;
+      inlier[i] = quality[i] >= kMatchNcc && std::abs(positions[i] - (t0 + p * ks[i])) <= tolerance;
   }
   double ss = 0;
   std::size_t n_in = 0;
@@ -302,11 +320,11 @@ BoundaryFit locate_boundaries(const Analysis& an, const Refined& ref) {
   double sum_d = 0, sum_k = 0;
   std::vector<std::pair<double, double>> steps;  // (spacing, k steps)
   for (std::size_t i = 0, prev = positions.size(); i < positions.size(); ++i) {
-    if (quality[i] < 0.3) continue;
+    if (quality[i] < kMatchNcc) continue;
     if (prev < positions.size()) {
       const double dk = ks[i] - ks[prev];
       const double d = positions[i] - positions[prev];
-      if (std::abs(d - dk * period) <= std::max(0.1 * period * std::sqrt(dk), 1.0)) {
+      if (std::abs(d - dk * period) <= std::max(kBoundaryTolerance * period * std::sqrt(dk), 1.0)) {
         chained[i] = chained[prev] = true;
         sum_d += d;
         sum_k += dk;

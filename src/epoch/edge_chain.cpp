@@ -20,6 +20,15 @@ constexpr double kChainJitter = 0.15;      // allowed boundary deviation per epo
 constexpr std::size_t kChainMaxEvents = 24;  // more excursions than this: not sparse boundaries
 constexpr int kChainMaxEpochs = 32;
 constexpr int kChainDraws = 2000;          // Monte Carlo null draws (p resolution 1/2001)
+// The null stops once this many draws align as well (p is plainly large by then).
+constexpr int kStopAsGood = 40;
+// Steps within this fraction of an epoch of an edge are the edge's own ramp (the start-up
+// transient, the last validation pass), for the data and the null alike.
+constexpr double kEdgeZone = 0.3;
+// Confidence = -log10(p) / kConfidenceDecades: 0.5 at p = 1 %, 0.75 at 0.1 %.
+// Guarded (with the constants above) by LaunchBound.* (chain finds right over 50 seeds, its null
+// twin confirmed at most once in 125).
+constexpr double kConfidenceDecades = 4.0;
 
 struct ChainFit {
   bool ok = false;
@@ -67,7 +76,7 @@ ChainScore score_chain(std::span<const double> pos, double len, int n_lo, int n_
     inner.clear();
     tooth.clear();
     for (double x : pos) {
-      if (x - a < 0.3 * p || a + span - x < 0.3 * p) continue;
+      if (x - a < kEdgeZone * p || a + span - x < kEdgeZone * p) continue;
       const long k = std::lround((x - a) / p);
       if (k < 1 || k > n - 1) continue;
       inner.push_back(x);
@@ -163,7 +172,7 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     }
     // The ramps next to the edges (start-up transient, the last validation pass) are the
     // edges' own boundaries: only the interior counts, for the data and the null alike.
-    const double zone = 0.3 * span / n_lo_p;
+    const double zone = kEdgeZone * span / n_lo_p;
     std::erase_if(pos, [&](double x) { return x + 0.5 < zone || span - 0.5 - x < zone; });
     if (pos.size() < 2 || pos.size() > kChainMaxEvents) return out;
     ChainScore obs = score_chain(pos, span, n_lo_p, n_hi, true);
@@ -178,7 +187,7 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     };
     std::vector<double> draw;
     int as_good = 0, draws = 0;
-    for (; draws < kChainDraws && as_good < 40; ++draws) {
+    for (; draws < kChainDraws && as_good < kStopAsGood; ++draws) {
       draw.clear();
       for (int tries = 0; draw.size() < pos.size() && tries < 1000; ++tries) {
         const double x = std::floor(where(rng)) - 0.5;  // on the events' half-sample grid
@@ -238,7 +247,7 @@ ChainFit detect_by_edge_chain(const std::vector<Uniform>& channels, Region regio
     out.boundaries.push_back(span - 0.5);
   }
   // 0.5 at p = 1 %, 0.75 at 0.1 %: how unlikely the alignment is by chance.
-  if (out.ok) out.confidence = clamp01(-std::log10(out.p_value) / 4.0);
+  if (out.ok) out.confidence = clamp01(-std::log10(out.p_value) / kConfidenceDecades);
   return out;
 }
 

@@ -17,6 +17,22 @@ namespace {
 constexpr double kEventDepth = 4.0;      // noise widths below the busy level
 constexpr double kMinEventDrop = 0.03;   // and at least 3 % of the channel's idle-to-busy range
 constexpr std::size_t kMaxEvents = 48;   // more distinct deep dips than this: not sparse boundary events
+// A channel's noise width is at least this many reading steps and this fraction of its
+// idle-to-busy range (quantised and near-constant channels would otherwise make any dip deep).
+constexpr double kNoiseSteps = 2;
+constexpr double kNoiseRange = 0.02;
+// A comb tooth is hit by an event within this fraction of the period (at least one sample).
+constexpr double kCombTolerance = 0.12;
+// Every pair of events divided by 1..kMaxDivisor proposes a period (up to 3 missed between).
+constexpr int kMaxDivisor = 4;
+// An event this fraction of a period from an idle edge is that edge's ramp, not a boundary.
+constexpr double kEdgeRamp = 0.3;
+// Confidence factors: sqrt(1 - jitter / kMaxJitter), min(1, rho / kFullAcf) (the activity ACF at
+// the comb's period: the two proposers must agree).
+constexpr double kMaxJitter = 0.08;
+constexpr double kFullAcf = 0.2;
+// Guarded (all of the above) by RealTraceEvents.EffnetFoundByBoundaryEventsWithoutHostLog
+// and Synthetic.* (the 500 ms few-epoch slices).
 
 struct Event {
   double pos;    // level-0 sample index in the region (parabolic)
@@ -66,7 +82,7 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
       const double d = sorted[i] - sorted[i - 1];
       if (d > 1e-9 * (std::abs(sorted[i]) + 1) && (step == 0 || d < step)) step = d;
     }
-    const double noise = std::max({1.4826 * signal::median(dev), 2 * step, 0.02 * range});
+    const double noise = std::max({1.4826 * signal::median(dev), kNoiseSteps * step, kNoiseRange * range});
     const double min_drop = kMinEventDrop * range;
     for (std::size_t i = 0; i < len; ++i) {
       const double drop = busy - x[i];
@@ -105,10 +121,10 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
   double best_score = -1e300;
   for (std::size_t a = 0; a < all.size(); ++a) {
     for (std::size_t b = a + 1; b < all.size(); ++b) {
-      for (int m = 1; m <= 4; ++m) {
+      for (int m = 1; m <= kMaxDivisor; ++m) {
         const double p = (all[b].pos - all[a].pos) / m;
         if (p < min_lag || p > max_p) continue;
-        const double tol = std::max(1.0, 0.12 * p);
+        const double tol = std::max(1.0, kCombTolerance * p);
         // Teeth anchored at event a.
         const auto k_first = static_cast<long>(std::ceil((lo_edge - tol - all[a].pos) / p));
         const auto k_last = static_cast<long>(std::floor((hi_edge + tol - all[a].pos) / p));
@@ -126,8 +142,8 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
           const long k = std::lround(kf);
           const double r = std::abs(e.pos - (all[a].pos + static_cast<double>(k) * p));
           // An event in the ramp next to an idle edge is that edge's boundary, not a new one.
-          const bool near_edge = !e.edge && ((idle_before && e.pos - lo_edge < 0.3 * p) ||
-                                             (idle_after && hi_edge - e.pos < 0.3 * p));
+          const bool near_edge = !e.edge && ((idle_before && e.pos - lo_edge < kEdgeRamp * p) ||
+                                             (idle_after && hi_edge - e.pos < kEdgeRamp * p));
           if (near_edge) continue;
           if (r <= tol && k >= k_first && k <= k_last && !tooth_hit[static_cast<std::size_t>(k - k_first)]) {
             tooth_hit[static_cast<std::size_t>(k - k_first)] = 1;
@@ -233,8 +249,8 @@ EventFit detect_by_events(const std::vector<Uniform>& channels, Region region, b
   }
   const double hit_fraction = static_cast<double>(best.hits) / static_cast<double>(best.teeth);
   const double clean = 1.0 - static_cast<double>(best.spurious) / static_cast<double>(best.hits);
-  const double s_reg = std::sqrt(clamp01(1.0 - best.jitter / 0.08));
-  const double s_acf = clamp01(best.acf / 0.2);
+  const double s_reg = std::sqrt(clamp01(1.0 - best.jitter / kMaxJitter));
+  const double s_acf = clamp01(best.acf / kFullAcf);
   const double cycles = static_cast<double>(len) / best.period_samples;
   const double s_cycles = clamp01((cycles - 2.0) / 1.0);
   best.confidence = clamp01(hit_fraction * clean * s_reg * s_acf * (0.5 + 0.5 * s_cycles));

@@ -18,13 +18,14 @@ namespace epochcast::detail {
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 // Below this many samples nothing can be said (two epochs of the 8-sample floor and their
-// edges). Guarded by BadInput.TenSamples and BadInput.FewerThanMinSamples.
+// edges). Guarded by BadInput.FewerThanMinSamples (23 refused, 24 not).
 inline constexpr std::size_t kMinSamples = 24;
 // A uniform grid larger than this is refused instead of allocated (~480 MB per channel).
 // Guarded by BadInput.HugeTimeSpanIsRefusedNotAllocated.
 inline constexpr std::size_t kMaxUniformSamples = 60'000'000;
 // Timestamps within this fraction of the median interval of j * dt count as on the grid (the
-// trace's own arrays are used in place). Guarded by GridThresholds.StampsOnTheGridAreUsedInPlace.
+// trace's own arrays are used in place); no test isolates it (resampled and in-place values of
+// the same readings agree to within the timing error).
 inline constexpr double kOnGridTolerance = 0.05;
 // A resampled sample fills at most 3 grid points, so a grid of more than this many times the
 // samples (plus kGapGridSlack) is mostly gaps: refused before it is built.
@@ -32,7 +33,7 @@ inline constexpr double kOnGridTolerance = 0.05;
 inline constexpr std::size_t kGapGridRatio = 8;
 inline constexpr std::size_t kGapGridSlack = 64;
 // A channel with more than this fraction missing (NaN or implausible) is dropped with a note.
-// Guarded by BadInput.AllMissingChannels and BadInput.LongTraceActivityChannelMissingOutsideTheSubsampleIsDropped.
+// Guarded by DetectorThresholds.MoreThanHalfMissingDropsAChannel (40 % kept, 60 % dropped).
 inline constexpr double kMaxMissingFraction = 0.5;
 
 // Channels that tell busy from idle, in order of preference (the training region).
