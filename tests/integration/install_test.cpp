@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -66,6 +67,24 @@ TEST(Install, MovedPrefixPredictsFromItsOwnShareFolder) {
   const fs::path completion = moved / "share" / "bash-completion" / "completions" / "epochcast";
   ASSERT_TRUE(fs::exists(completion));
   EXPECT_EQ(run_command("bash -n " + completion.string()).status, 0);
+
+  // With the source tree hidden (a tmpfs over it in a mount namespace of its own), as on a
+  // machine that never had it: a fresh HOME refits the default model, which reads the dataset,
+  // the catalogs and the public throughput table (until 2026-12-02 that one came from the
+  // source tree's path compiled in). Needs root and unshare; elsewhere the moved prefix above is
+  // the check.
+  if (::geteuid() == 0 && run_command("command -v unshare >/dev/null").status == 0) {
+    const std::string source = fs::path(EPOCHCAST_TEST_DATA).parent_path().parent_path().string();
+    const fs::path fresh = tmp.path / "fresh-home";
+    fs::create_directories(fresh);
+    fs::copy_file(kTrace, fresh / "run.smi.csv");
+    const auto hidden = run_command("unshare --mount sh -c 'mount -t tmpfs none " + source + " && cd " + fresh.string() +
+                                    " && env -u EPOCHCAST_DATA_DIR HOME=" + fresh.string() + " " + bin.string() +
+                                    " predict run.smi.csv --gpus t4 --json' 2>&1");
+    ASSERT_EQ(hidden.status, 0) << hidden.out;
+    EXPECT_NE(hidden.out.find("\"t4\""), std::string::npos) << hidden.out;
+    EXPECT_EQ(hidden.out.find(source), std::string::npos) << "names the hidden source tree: " << hidden.out;
+  }
 }
 
 TEST(Install, DebianPackageHoldsTheProgramDataAndDependencies) {
