@@ -55,6 +55,9 @@ std::vector<Variant> variants() {
       o.median = med;
       v.push_back({fmt::format("t={} {}", t, med ? "median" : "mean"), o});
     }
+  CalibrationOptions lojo;  // per GPU pair, the estimator of least leave-one-job-out error
+  lojo.choose_by_lojo = true;
+  v.push_back({"lojo choice", lojo});
   return v;
 }
 
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
     std::map<std::string, std::vector<double>> variant_at_max;        // variant -> MAPE at kMaxPairs
     std::vector<double> refit, refit_bundled, refit_calibrated;
     std::size_t eval_jobs = 0;
+    std::vector<double> history_jobs;  // per half: jobs of this GPU pair in the bundled fit's half
   };
   std::map<std::string, std::map<std::string, Acc>> results;
   FitOptions fopt;
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
   CalibrationOptions main_options;
   if (const char* t = std::getenv("FLEET_THRESHOLD")) main_options.threshold = std::atof(t);
   if (const char* m = std::getenv("FLEET_MIN_PAIRS")) main_options.min_pairs = static_cast<std::size_t>(std::atoi(m));
+  if (std::getenv("FLEET_LOJO")) main_options.choose_by_lojo = true;
 
   for (int h = 0; h < 2; ++h) {
     std::vector<RunPair> history;
@@ -203,6 +208,7 @@ int main(int argc, char** argv) {
                 acc.bundled[n].push_back(mape(base, truth));
                 acc.calibrated[n].push_back(mape(calib, truth));
                 acc.eval_jobs = truth.size();
+                if (o == 0 && n == 0) acc.history_jobs.push_back(static_cast<double>(history.size() - held.size()) / 2);
               }
             }
             if (o == 0 && refits) {
@@ -282,8 +288,9 @@ int main(int argc, char** argv) {
                kind, kind == "seen" ? "was fitted on them" : "never saw them: held out of its fit", kOrders);
     fmt::print("{:<12} {:>5}", "pair", "eval");
     for (std::size_t n : kSteps) fmt::print(" {:>7}", fmt::format("n={}", n));
-    fmt::print(" {:>8} {:>9} {:>9} {:>9}\n", "ratio@20", "refit@20", "ratio", "+calib");
-    std::vector<double> ratio_all, refit_all, refit_cal_all;
+    fmt::print(" {:>8} {:>9} {:>9} {:>9}{}\n", "ratio@20", "refit@20", "ratio", "+calib",
+               kind == "unseen" ? fmt::format(" {:>8}", "floor") : "");
+    std::vector<double> ratio_all, refit_all, refit_cal_all, floor_all, floor_jobs;
     std::map<std::string, std::vector<double>> variant_ratios;
     for (const auto& [pair, acc] : by_pair) {
       fmt::print("{:<12} {:>5}", pair, acc.eval_jobs);
@@ -301,7 +308,15 @@ int main(int argc, char** argv) {
       refit_all.push_back(refit_ratio);
       refit_cal_all.push_back(refit_cal_ratio);
       for (const auto& [v, m] : acc.variant_at_max) variant_ratios[v].push_back(mean(m) / base);
-      fmt::print(" {:>8.3f} {:>9.2f} {:>9.3f} {:>9.3f}\n", ratio, mean(acc.refit), refit_ratio, refit_cal_ratio);
+      // The floor of an unseen GPU pair: the model fitted with every history pair of it (the "seen"
+      // model, scored on the same jobs in the same orders) over the model fitted without them.
+      double floor = NAN;
+      if (kind == "unseen" && results.count("seen") && results.at("seen").count(pair))
+        floor = mean(results.at("seen").at(pair).bundled.at(kMaxPairs)) / base;
+      if (kind == "unseen") floor_jobs.push_back(mean(acc.history_jobs));
+      if (kind == "unseen") floor_all.push_back(floor);
+      fmt::print(" {:>8.3f} {:>9.2f} {:>9.3f} {:>9.3f}{}\n", ratio, mean(acc.refit), refit_ratio, refit_cal_ratio,
+                 kind == "unseen" ? fmt::format(" {:>8.3f}", floor) : "");
       out[kind][pair] = {{"eval_jobs", acc.eval_jobs},
                          {"bundled_mape_pct", base},
                          {"calibrated_mape_pct", curve},
@@ -310,12 +325,23 @@ int main(int argc, char** argv) {
                          {"refit_bundled_mape_pct", mean(acc.refit_bundled)},
                          {"refit_ratio", refit_ratio},
                          {"refit_calibrated_ratio", refit_cal_ratio}};
+      if (kind == "unseen") {
+        out[kind][pair]["floor_ratio"] = floor;
+        out[kind][pair]["history_jobs"] = mean(acc.history_jobs);
+      }
     }
     auto worst = [](const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); };
     fmt::print("ratio to the bundled model at n=20, mean (worst) over GPU pairs: calibration {:.3f} ({:.3f}), "
                "refit {:.3f} ({:.3f}), refit + calibration {:.3f} ({:.3f})\n",
                mean(ratio_all), worst(ratio_all), mean(refit_all), worst(refit_all), mean(refit_cal_all),
                worst(refit_cal_all));
+    if (kind == "unseen") {
+      fmt::print("floor (the model fitted with all history jobs of the GPU pair, {:.0f} per direction on average, "
+                 "scored on the same jobs): mean {:.3f}, worst {:.3f}; the refit with 20 goes {:.0f} % of the way "
+                 "from 1 to it\n",
+                 mean(floor_jobs), mean(floor_all), worst(floor_all), 100 * (1 - mean(refit_all)) / (1 - mean(floor_all)));
+      out["unseen_floor"] = {{"mean_ratio", mean(floor_all)}, {"worst_ratio", worst(floor_all)}};
+    }
     for (const auto& [v, r] : variant_ratios) {
       fmt::print("  calibration variant {:<14} mean {:.3f} worst {:.3f}\n", v, mean(r), worst(r));
       out[kind + "_variants"][v] = {{"mean_ratio", mean(r)}, {"worst_ratio", worst(r)}};

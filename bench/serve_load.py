@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """`epochcast serve` under load and hostile clients, for one or more builds side by side.
 
-/usr/bin/python3 bench/serve_load.py CLI [CLI...] [--requests N] [--slow N] [--json]
+/usr/bin/python3 bench/serve_load.py CLI [CLI...] [--requests N] [--slow N] [--keepalive N]
 
 For each CLI binary (e.g. main's build and this branch's), in the same run: a server is started
 (`serve --listen 127.0.0.1:0 --max-body-mb 1 --threads 4 --json -q`, default model) and measured:
-  keepalive1  POST /v1/predict of one H200 trace over one keep-alive connection: p50/p99 ms
+  keepalive1  POST /v1/predict of one H200 trace over one keep-alive connection: p50/p99 ms, and
+              the server's CPU per request (/proc/PID/stat: load-independent), beside GET /healthz
+              on the same connection as the reference (the server's own cost per request)
   c64         64 threads, one keep-alive connection each, N/64 predicts each: errors, client
               timeouts (5 s), p50/p99 ms, requests/s
   slowloris   --slow connections from 127.0.0.2-5 each holding a partial head, then 20
@@ -51,6 +53,23 @@ def start(cli):
     return p, json.loads(line)["port"]
 
 
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def healthz_loop(port, n, lat):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    for _ in range(n):
+        t = time.perf_counter()
+        conn.request("GET", "/healthz")
+        r = conn.getresponse()
+        r.read()
+        lat.append((time.perf_counter() - t) * 1000)
+    conn.close()
+
+
 def predict_loop(port, n, body, lat, errors, timeouts):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     for _ in range(n):
@@ -73,15 +92,22 @@ def predict_loop(port, n, body, lat, errors, timeouts):
     conn.close()
 
 
-def measure(cli, requests, slow):
+def measure(cli, requests, slow, keepalive):
     p, port = start(cli)
     body = open(TRACE, "rb").read()
     res = {"cli": cli, "rss_start_kB": rss(p.pid)["VmRSS"]}
     lat, err, to = [], [], []
     predict_loop(port, 5, body, [], [], [])  # warm
-    predict_loop(port, 200, body, lat, err, to)
+    c0 = cpu_s(p.pid)
+    predict_loop(port, keepalive, body, lat, err, to)
+    cpu_ms = 1000 * (cpu_s(p.pid) - c0) / keepalive
+    hz = []
+    c0 = cpu_s(p.pid)
+    healthz_loop(port, 10 * keepalive, hz)
+    hz_cpu_ms = 1000 * (cpu_s(p.pid) - c0) / (10 * keepalive)
     res["keepalive1"] = {"p50_ms": round(pct(lat, 50), 2), "p99_ms": round(pct(lat, 99), 2), "errors": len(err),
-                         "timeouts": len(to)}
+                         "timeouts": len(to), "server_cpu_ms_per_request": round(cpu_ms, 2),
+                         "healthz_p50_ms": round(pct(hz, 50), 2), "healthz_server_cpu_ms": round(hz_cpu_ms, 3)}
     lat, err, to = [], [], []
     threads = [threading.Thread(target=predict_loop, args=(port, max(1, requests // 64), body, lat, err, to))
                for _ in range(64)]
@@ -136,10 +162,11 @@ def main():
     ap.add_argument("cli", nargs="+")
     ap.add_argument("--requests", type=int, default=1280)
     ap.add_argument("--slow", type=int, default=1000)
+    ap.add_argument("--keepalive", type=int, default=200, help="keep-alive predicts at concurrency 1")
     args = ap.parse_args()
     print("load average", open("/proc/loadavg").read().split()[:3], "at", time.strftime("%H:%M:%S UTC", time.gmtime()))
     for cli in args.cli:
-        print(json.dumps(measure(cli, args.requests, args.slow)), flush=True)
+        print(json.dumps(measure(cli, args.requests, args.slow, args.keepalive)), flush=True)
     print("load average", open("/proc/loadavg").read().split()[:3])
 
 

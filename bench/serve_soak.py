@@ -13,7 +13,15 @@ Each client loops over its share of the mix (client i takes kind MIX[i % len(MIX
   slow       a request head sent one byte per 0.5 s (a slowloris)               -> 408 at 10 s
   malformed  random bytes / a broken request line / a bad chunk size            -> 400
 A client counts an "error" for any other status, a reset before an answer, or no answer within
-30 s. Per window: requests answered by kind, good p50/p99 ms, errors, server VmRSS (MB).
+30 s. Per window: requests answered by kind, good p50/p99 ms, errors, server VmRSS (MB), and
+where the time went, so a slow window can be told apart from a slow server:
+  route p99   the server's own time in the predict route (its request log, written to a file:
+              a pipe the client reads could fill and block the server's workers)
+  lag p99     the client's own delay: a thread of this process that sleeps 5 ms, how much longer
+              it took (the GIL and the CPU this process waits for); every latency it measures
+              carries as much
+  CPU         cores busy in the window (of os.cpu_count()): this client, the server, everything
+              else on the machine (/proc/stat minus the two), and the 1-minute load average
 The verdict lines compare the last window's RSS with the first's ("RSS flat": within 10 % or
 20 MB) and the good requests' p99 with the 250 ms target.
 """
@@ -37,6 +45,66 @@ ANSWER_TIMEOUT_S = 30
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+
+
+def proc_cpu_s(pid):
+    """utime + stime of a process (all its threads), seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s():
+    """CPU seconds spent not idle by all cores (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def load1():
+    return float(open("/proc/loadavg").read().split()[0])
+
+
+class Lag(threading.Thread):
+    """How late a 5 ms sleep in this process wakes up: the client's own delay."""
+
+    def __init__(self, stop):
+        super().__init__(daemon=True)
+        self.stop, self.lock, self.ms = stop, threading.Lock(), []
+
+    def run(self):
+        while not self.stop.is_set():
+            t = time.perf_counter()
+            time.sleep(0.005)
+            late = (time.perf_counter() - t) * 1000 - 5
+            with self.lock:
+                self.ms.append(late)
+
+    def take(self):
+        with self.lock:
+            out, self.ms = self.ms, []
+            return out
+
+
+class RouteLog:
+    """The server's request log (a file): the predict route's own ms per window."""
+
+    def __init__(self, path):
+        self.f = open(path, "r", errors="replace")
+        self.rest = ""
+
+    def take(self):
+        text = self.rest + self.f.read()
+        lines = text.split("\n")
+        self.rest = lines.pop()
+        ms = []
+        for line in lines:
+            if "POST /v1/predict 200" in line and line.endswith(" ms)"):
+                try:
+                    ms.append(float(line.rsplit(", ", 1)[1][:-4]))
+                except ValueError:
+                    pass
+        return ms
 
 
 def rss_mb(pid):
@@ -120,7 +188,7 @@ def raw_client(port, kind, stats, stop, rng):
             else:
                 choice = rng.randrange(3)
                 if choice == 0:
-                    s.sendall(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 512))) + b"\r\n\r\n")
+                    s.sendall(rng.randbytes(rng.randrange(1, 512)) + b"\r\n\r\n")
                 elif choice == 1:
                     s.sendall(b"GET\x00/ HTTP/9.9\r\n\r\n")
                 else:
@@ -197,17 +265,26 @@ def main():
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--window", type=float, default=30)
+    ap.add_argument("--threads", type=int, default=4, help="serve --threads")
     ap.add_argument("--json")
     ap.add_argument("--svg")
     a = ap.parse_args()
     body = open(TRACE, "rb").read()
-    p = subprocess.Popen([a.cli, "serve", "--listen", "127.0.0.1:0", "--max-body-mb", "1", "--threads", "4", "--json",
-                          "-q"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    log_path = f"/tmp/serve_soak.{os.getpid()}.log"
+    log_file = open(log_path, "w")
+    # Not -q: the request log carries each route's own time; to a file, which never blocks it.
+    p = subprocess.Popen([a.cli, "serve", "--listen", "127.0.0.1:0", "--max-body-mb", "1", "--threads",
+                          str(a.threads), "--json"], stdout=subprocess.PIPE, stderr=log_file, text=True)
     port = json.loads(p.stdout.readline())["port"]
+    cores = os.cpu_count()
     print(f"serve_soak: {a.cli} pid {p.pid} port {port}; {a.clients} clients for {a.seconds:.0f} s; "
-          f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, load {open('/proc/loadavg').read().split()[:3]}",
-          flush=True)
+          f"--threads {a.threads}; {cores} cores; {time.strftime('%H:%M:%S', time.gmtime())} UTC, "
+          f"load {open('/proc/loadavg').read().split()[:3]}", flush=True)
     stats, stop = Stats(), threading.Event()
+    route_log = RouteLog(log_path)
+    route_log.take()  # start-up lines
+    lag = Lag(stop)
+    lag.start()
     threads = []
     for i in range(a.clients):
         kind = MIX[i % len(MIX)]
@@ -217,36 +294,61 @@ def main():
         t.start()
         threads.append(t)
     rows = [{"t_s": 0, "rss_mb": rss_mb(p.pid), "good_per_s": 0}]
-    print(f"{'t s':>6} {'good/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'413':>5} {'408':>5} {'400':>5} {'errors':>6} {'RSS MB':>7}")
+    cpu0 = (sum(os.times()[:2]), proc_cpu_s(p.pid), machine_busy_s())
+    print(f"{'t s':>6} {'good/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'route99':>7} {'lag99':>6} {'413':>5} {'408':>5} "
+          f"{'400':>5} {'errors':>6} {'RSS MB':>7}  cores: {'client':>6} {'server':>6} {'other':>6} {'load1':>6}")
     t0 = time.time()
     while time.time() - t0 < a.seconds:
         time.sleep(min(a.window, a.seconds - (time.time() - t0)))
         answered, errors, good_ms = stats.take()
+        route_ms, lag_ms = route_log.take(), lag.take()
+        cpu1 = (sum(os.times()[:2]), proc_cpu_s(p.pid), machine_busy_s())
         el = time.time() - t0
         dt = el - rows[-1]["t_s"]
+        client_c, server_c, busy_c = ((b - a_) / dt for a_, b in zip(cpu0, cpu1))
+        cpu0 = cpu1
         row = {"t_s": round(el, 1), "answered": answered, "errors": errors, "good_per_s": answered.get("good", 0) / dt,
-               "good_p50_ms": pct(good_ms, 50), "good_p99_ms": pct(good_ms, 99), "rss_mb": rss_mb(p.pid)}
+               "good_p50_ms": pct(good_ms, 50), "good_p99_ms": pct(good_ms, 99), "rss_mb": rss_mb(p.pid),
+               "route_p50_ms": pct(route_ms, 50), "route_p99_ms": pct(route_ms, 99), "routes_logged": len(route_ms),
+               "client_lag_p99_ms": pct(lag_ms, 99), "client_cores": client_c, "server_cores": server_c,
+               "other_cores": max(0.0, busy_c - client_c - server_c), "load1": load1()}
         rows.append(row)
         print(f"{el:6.0f} {row['good_per_s']:7.1f} {row['good_p50_ms']:7.1f} {row['good_p99_ms']:7.1f} "
+              f"{row['route_p99_ms']:7.1f} {row['client_lag_p99_ms']:6.1f} "
               f"{answered.get('oversized', 0) + answered.get('chunked', 0):5d} {answered.get('slow', 0):5d} "
-              f"{answered.get('malformed', 0):5d} {sum(errors.values()):6d} {row['rss_mb']:7.1f}"
+              f"{answered.get('malformed', 0):5d} {sum(errors.values()):6d} {row['rss_mb']:7.1f}         "
+              f"{client_c:6.2f} {server_c:6.2f} {row['other_cores']:6.2f} {row['load1']:6.2f}"
               + (f"  {errors}" if errors else ""), flush=True)
     stop.set()
     alive = p.poll() is None
     p.terminate()
     p.wait(timeout=30)
+    log_file.close()
+    os.unlink(log_path)
     windows = rows[1:]
     first, last = windows[0]["rss_mb"], windows[-1]["rss_mb"]
     peak = max(r["rss_mb"] for r in windows)
     total_err = sum(sum(r["errors"].values()) for r in windows)
     worst_p99 = max(r["good_p99_ms"] for r in windows)
     flat = last - first <= max(0.10 * first, 20)
+    slow = [r for r in windows if r["good_p99_ms"] > 250]
+    if slow:
+        def med(key, rs):
+            return pct([r[key] for r in rs], 50)
+        fast = [r for r in windows if r["good_p99_ms"] <= 250]
+        for name, rs in (("windows with p99 > 250 ms", slow), ("the others", fast)):
+            if rs:
+                print(f"serve_soak: {len(rs)} {name}: median good p99 {med('good_p99_ms', rs):.0f} ms, route p99 "
+                      f"{med('route_p99_ms', rs):.1f} ms, client lag p99 {med('client_lag_p99_ms', rs):.1f} ms, cores "
+                      f"client {med('client_cores', rs):.2f} server {med('server_cores', rs):.2f} other "
+                      f"{med('other_cores', rs):.2f}, load1 {med('load1', rs):.1f}")
     print(f"serve_soak: server alive to the end: {alive}; errors {total_err}; worst window good p99 {worst_p99:.1f} ms "
           f"(target 250); RSS first window {first:.1f} MB, last {last:.1f} MB, peak {peak:.1f} MB: "
           f"{'flat' if flat else 'GROWING'}; load {open('/proc/loadavg').read().split()[:3]}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"cli": a.cli, "seconds": a.seconds, "clients": a.clients, "mix": MIX, "windows": rows,
+            json.dump({"cli": a.cli, "seconds": a.seconds, "clients": a.clients, "threads": a.threads, "cores": cores,
+                       "mix": MIX, "windows": rows,
                        "errors": total_err, "rss_first_mb": first, "rss_last_mb": last, "rss_peak_mb": peak,
                        "worst_good_p99_ms": worst_p99, "alive": alive}, f, indent=1)
     if a.svg:

@@ -34,6 +34,13 @@ void send_json(Response& res, int status, const nlohmann::json& body) {
   res.set_content(dump(body) + "\n", "application/json");
 }
 
+// GET /healthz's answer: from the front's event loop (FrontLimits::healthz_body), the route
+// only for HEAD and requests the front passes on.
+const std::string& healthz_body() {
+  static const std::string body = dump({{"status", "ok"}}) + "\n";
+  return body;
+}
+
 void send_error(Response& res, int status, std::string_view code, const std::string& message) {
   send_json(res, status, {{"error", {{"code", code}, {"message", message}}}});
 }
@@ -252,6 +259,7 @@ HttpApi::HttpApi(const Service& service, ServeOptions options)
   limits.insecure = options_.insecure;
   limits.log = options_.log;
   limits.option_hint_body = "serve --max-body-mb";
+  limits.healthz_body = healthz_body();
   front_ = std::make_unique<net::HttpFront>(*server_, host_, port, std::move(limits));
   port_ = front_->port();
 }
@@ -318,7 +326,7 @@ void HttpApi::add_routes() {
     }
   }));
   add_web_routes(s);
-  s.Get("/healthz", guarded([](const Request&, Response& res) { send_json(res, 200, {{"status", "ok"}}); }));
+  s.Get("/healthz", guarded([](const Request&, Response& res) { res.set_content(healthz_body(), "application/json"); }));
   s.Get("/v1/gpus", guarded([&service](const Request& req, Response& res) {
     static_cast<void>(Query(req, {}));  // takes no parameters: a typo is a 400
     send_json(res, 200, {{"gpus", service.gpu_ids()}});

@@ -191,6 +191,7 @@ struct HeadInfo {
   BodyKind body = BodyKind::kNone;
   std::size_t length = 0;
   bool expect_continue = false;
+  bool close = false;  // "Connection: close", or HTTP/1.0 without keep-alive
   std::string authorization;
 };
 
@@ -207,6 +208,7 @@ std::optional<Refusal> parse_head(std::string_view head, const FrontLimits& limi
   pos += 2;
   std::size_t count = 0;
   bool have_length = false, have_chunked = false;
+  std::string_view connection;
   while (pos < head.size()) {
     const std::size_t eol = head.find("\r\n", pos);
     const std::string_view line = head.substr(pos, eol - pos);
@@ -237,8 +239,12 @@ std::optional<Refusal> parse_head(std::string_view head, const FrontLimits& limi
       info.expect_continue = iequals(value, "100-continue");
     } else if (iequals(name, "Authorization")) {
       info.authorization = std::string(value);
+    } else if (iequals(name, "Connection")) {
+      connection = value;
     }
   }
+  const bool http10 = request_line.size() >= 8 && request_line.substr(request_line.size() - 8) == "HTTP/1.0";
+  info.close = iequals(connection, "close") || (http10 && !iequals(connection, "keep-alive"));
   // Both framings at once is how requests are smuggled past proxies (RFC 9112 6.3).
   if (have_length && have_chunked)
     return Refusal{400, "invalid_argument", "both Content-Length and Transfer-Encoding: chunked"};
@@ -455,26 +461,62 @@ struct HttpFront::Impl {
     }
   }
 
+  // GET /healthz from the loop (limits.healthz_body); false when the connection is closing.
+  bool answer_healthz(Conn* c, bool close_requested) {
+    ++c->served;
+    const bool close = c->served >= limits.max_requests_per_connection || stopping || close_requested;
+    const std::string bytes = fmt::format(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n{}",
+        limits.healthz_body.size(), close ? "close" : "keep-alive", limits.healthz_body);
+    const ssize_t n = ::send(c->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    // A client whose socket buffer is full does not read its answers: no waiting for it here.
+    // Closed as a refusal is (drained briefly, then closed by expire()): callers still hold c.
+    if (close || n != static_cast<ssize_t>(bytes.size())) {
+      ::shutdown(c->fd, SHUT_WR);
+      buffered -= std::min(buffered, c->in.size());
+      c->in.clear();
+      c->in.shrink_to_fit();
+      c->state = ConnState::kDraining;
+      c->drain_start = Clock::now();
+      return false;
+    }
+    const std::size_t before = c->in.size();
+    c->in.erase(0, c->head_end);
+    account(*c, before);
+    c->head_end = c->request_end = 0;
+    c->body = BodyKind::kNone;
+    c->started = !c->in.empty();
+    c->request_start = c->idle_since = Clock::now();
+    return true;
+  }
+
   // Moves a reading connection forward over the bytes it has; dispatches a complete request.
   void advance(Conn* c) {
-    if (c->state != ConnState::kReading) return;
+    // One pass per request; a health probe answered here goes on to what is pipelined after it.
+    while (advance_one(c)) {
+    }
+  }
+
+  // True when a request was answered by the loop and the connection may hold another.
+  bool advance_one(Conn* c) {
+    if (c->state != ConnState::kReading) return false;
     if (c->head_end == 0) {
       const std::size_t end = c->in.find("\r\n\r\n");
       if (end == std::string::npos) {
         if (c->in.size() > limits.max_head_bytes)
           refuse(c, nullptr,
                  {431, "invalid_argument", fmt::format("request head over {} KiB", limits.max_head_bytes >> 10)});
-        return;
+        return false;
       }
       if (end + 4 > limits.max_head_bytes) {
         refuse(c, nullptr, {431, "invalid_argument", fmt::format("request head over {} KiB", limits.max_head_bytes >> 10)});
-        return;
+        return false;
       }
       c->head_end = end + 4;
       HeadInfo head;
       if (auto refusal = parse_head(std::string_view(c->in).substr(0, c->head_end), limits, head)) {
         refuse(c, &head, *refusal);
-        return;
+        return false;
       }
       const bool open = head.method == "GET" &&
                         (head.target == "/healthz" || std::find(limits.open_paths.begin(), limits.open_paths.end(),
@@ -482,12 +524,15 @@ struct HttpFront::Impl {
       if (!limits.token.empty() && !open &&
           !token_matches(head.authorization, limits.token)) {
         refuse(c, &head, {401, "invalid_argument", "this server needs Authorization: Bearer TOKEN (serve --token)"});
-        return;
+        return false;
       }
+      if (!limits.healthz_body.empty() && head.body == BodyKind::kNone && head.method == "GET" &&
+          head.target == "/healthz")
+        return answer_healthz(c, head.close);
       if (head.body == BodyKind::kLength) {
         if (buffered + reserved + head.length > buffer_budget()) {
           refuse(c, &head, {503, "internal", "server busy: too many upload bytes held; retry"});
-          return;
+          return false;
         }
         c->reserved = head.length;
         reserved += head.length;
@@ -505,9 +550,10 @@ struct HttpFront::Impl {
     } else if (c->body == BodyKind::kLength) {
       if (c->in.size() >= c->head_end + c->body_length) c->request_end = c->head_end + c->body_length;
     } else if (!advance_chunked(c)) {
-      return;  // refused
+      return false;  // refused
     }
     if (c->request_end != 0) dispatch(c);
+    return false;
   }
 
   // False when the connection was refused.

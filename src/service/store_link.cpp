@@ -24,7 +24,7 @@ Calibration StoreLink::calibration_for(const StackedModel& model) const {
   std::vector<RunRecord> runs;
   {
     std::lock_guard lock(mu_);
-    runs = store_.runs();
+    runs = store_.measured_job_runs();
   }
   const PairSet set = measured_pairs(runs, model_epoch_predictor(model, catalog_));
   return fit_calibration(pair_residuals(set, runs, model, catalog_));
@@ -81,7 +81,7 @@ bool StoreLink::record(PredictReport& report, const FeatureRow& features, const 
 StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,
                                  Dataset& dataset, std::vector<RunPair>& pairs) {
   const JobStore store(path, StoreMode::kReadOnly);
-  const std::vector<RunRecord> runs = store.runs();
+  const std::vector<RunRecord> runs = store.measured_job_runs();
   const PairSet set = measured_pairs(runs, model_epoch_predictor(checker, catalog));
   StoreTraining out;
   for (const auto& r : set.refused) out.refused.push_back(r.reason);

@@ -1,15 +1,17 @@
 #include "epochcast/store/job_store.hpp"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <istream>
 #include <map>
 #include <ostream>
-#include <random>
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/store/run_json.hpp"
@@ -32,10 +34,17 @@ std::string utc_now() {
 }
 
 // Fresh OS randomness every call: a generator state copied into a fork()ed writer repeated the
-// parent's uids (UNIQUE constraint failed; the kill -9 test found it).
+// parent's uids (UNIQUE constraint failed; the kill -9 test found it). One getrandom() call:
+// a std::random_device per run opened and closed a device each time.
 std::string new_uid() {
-  std::random_device rd;
-  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+  std::array<std::uint32_t, 4> w{};
+  auto* p = reinterpret_cast<unsigned char*>(w.data());
+  for (std::size_t got = 0; got < sizeof w;) {
+    const ssize_t n = ::getrandom(p + got, sizeof w - got, 0);
+    if (n > 0) got += static_cast<std::size_t>(n);
+    else if (errno != EINTR) throw Error(ErrorCode::kIo, "cannot read the system's randomness for a run uid");
+  }
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", w[0], w[1], w[2], w[3]);
 }
 
 void validate(const RunRecord& r) {
@@ -83,8 +92,17 @@ struct JobStore::Impl {
   sqlite::Db db;
   int version = 0;
   bool read_only = true;
+  // record()'s statements, prepared on first use and kept for every later run (declared after
+  // db: finalised before it closes); bench/store_scale_bench.cpp, docs/journal/store.md.
+  std::optional<sqlite::Stmt> insert_run, insert_prediction, find_feedback, insert_feedback;
 
   Impl(const std::string& path, bool ro) : db(path, ro), read_only(ro) {}
+
+  sqlite::Stmt& cached(std::optional<sqlite::Stmt>& st, const char* sql) {
+    if (st) st->reset();
+    else st.emplace(db, sql);
+    return *st;
+  }
 
   bool has_tables() const { return version >= 1; }
 
@@ -109,9 +127,9 @@ struct JobStore::Impl {
     if (run.recorded_at.empty()) run.recorded_at = utc_now();
     RecordResult out;
     {
-      sqlite::Stmt st(db,
-                      "INSERT INTO runs(uid, recorded_at, job_key, gpu, catalog_version, trace, detection, epoch_s, "
-                      "epoch_time_from, features, model_version) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+      sqlite::Stmt& st = cached(insert_run,
+                                "INSERT INTO runs(uid, recorded_at, job_key, gpu, catalog_version, trace, detection, "
+                                "epoch_s, epoch_time_from, features, model_version) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
       st.bind(1, run.uid).bind(2, run.recorded_at).bind_text_or_null(3, run.job_key).bind(4, run.gpu);
       st.bind(5, run.catalog_version).bind(6, run.trace).bind(7, detection_to_json(run).dump());
       if (run.epoch_s > 0) st.bind(8, run.epoch_s);
@@ -121,9 +139,9 @@ struct JobStore::Impl {
       out.id = db.last_insert_rowid();
     }
     {
-      sqlite::Stmt st(db,
-                      "INSERT OR REPLACE INTO predictions(run_id, target_gpu, epoch_s, lo_s, hi_s, calibration_log) "
-                      "VALUES(?,?,?,?,?,?)");
+      sqlite::Stmt& st = cached(insert_prediction,
+                                "INSERT OR REPLACE INTO predictions(run_id, target_gpu, epoch_s, lo_s, hi_s, "
+                                "calibration_log) VALUES(?,?,?,?,?,?)");
       for (const auto& p : run.predictions) {
         st.reset();
         st.bind(1, out.id).bind(2, p.target_gpu).bind(3, p.epoch_s).bind(4, p.lo_s).bind(5, p.hi_s);
@@ -133,9 +151,10 @@ struct JobStore::Impl {
     }
     // Feedback: every earlier run of this job on another GPU that predicted this GPU.
     if (!run.job_key.empty() && run.epoch_s > 0) {
-      sqlite::Stmt find(db,
-                        "SELECT r.id, r.gpu, p.epoch_s, r.model_version FROM runs r JOIN predictions p ON p.run_id = r.id "
-                        "WHERE r.job_key = ? AND r.gpu <> ? AND p.target_gpu = ? AND r.id < ? ORDER BY r.id");
+      sqlite::Stmt& find = cached(find_feedback,
+                                  "SELECT r.id, r.gpu, p.epoch_s, r.model_version FROM runs r JOIN predictions p ON "
+                                  "p.run_id = r.id WHERE r.job_key = ? AND r.gpu <> ? AND p.target_gpu = ? AND r.id < ? "
+                                  "ORDER BY r.id");
       find.bind(1, run.job_key).bind(2, run.gpu).bind(3, run.gpu).bind(4, out.id);
       while (find.step()) {
         FeedbackRecord f;
@@ -149,9 +168,9 @@ struct JobStore::Impl {
         f.model_version = find.text(3);
         out.feedback.push_back(std::move(f));
       }
-      sqlite::Stmt ins(db,
-                       "INSERT INTO feedback(run_id, predicted_by, job_key, source_gpu, target_gpu, predicted_s, "
-                       "measured_s, model_version) VALUES(?,?,?,?,?,?,?,?)");
+      sqlite::Stmt& ins = cached(insert_feedback,
+                                 "INSERT INTO feedback(run_id, predicted_by, job_key, source_gpu, target_gpu, "
+                                 "predicted_s, measured_s, model_version) VALUES(?,?,?,?,?,?,?,?)");
       for (const auto& f : out.feedback) {
         ins.reset();
         ins.bind(1, f.run_id).bind(2, f.predicted_by).bind(3, f.job_key).bind(4, f.source_gpu).bind(5, f.target_gpu);
@@ -227,6 +246,18 @@ std::vector<RunRecord> JobStore::runs(const std::optional<std::string>& job_key)
   if (job_key) st.bind(1, *job_key);
   while (st.step()) out.push_back(read_run(st, path()));
   impl_->attach_predictions(out, "", 0);
+  return out;
+}
+
+std::vector<RunRecord> JobStore::measured_job_runs() const {
+  std::vector<RunRecord> out;
+  if (!impl_->has_tables()) return out;
+  // The WHERE of pairable_runs(): the other runs' JSON is never parsed (8,000 of 10,000 in
+  // bench/store_scale_bench.cpp).
+  const std::string sql = fmt::format("SELECT {} FROM runs WHERE job_key IS NOT NULL AND epoch_s > 0 ORDER BY id",
+                                      kRunColumns);
+  sqlite::Stmt st(impl_->db, sql.c_str());
+  while (st.step()) out.push_back(read_run(st, path()));
   return out;
 }
 

@@ -45,6 +45,11 @@ struct FrontLimits {
   std::vector<std::string> open_paths;
   // Bind a non-loopback address without a token (else the constructor refuses).
   bool insecure = false;
+  // Non-empty: GET /healthz (no body) is answered 200 with this JSON by the event loop itself,
+  // never queued behind the workers' requests: a liveness probe then says whether the server is
+  // alive, not how long its queue is (bench/serve_load.py measured probes waiting 3 s behind
+  // predicts). Such answers do not reach the routes' request log.
+  std::string healthz_body;
   // A line for each request the front refuses itself (413, 431, 408, 503, 401, 400).
   std::function<void(const std::string&)> log;
   // What the refusal bodies are: JSON {"error": {"code", "message"}} by default.

@@ -28,6 +28,12 @@ struct CalibrationOptions {
   // of them, and a single run far off its workload's usual time then moved every prediction
   // (the fleet replay: 5.70 % → 8.77 % MAPE after one pair on a pair the model knew).
   std::size_t min_pairs = 3;
+  // Per GPU pair, pick the estimator by leave-one-job-out on that pair's own residuals: each
+  // of kLojoCandidates (no correction first; then median/mean at threshold 1 and 3) predicts
+  // every pair from the others, and the one of least mean |exp(r − b) − 1| is used (ties: the
+  // earlier, so no correction wins unless a correction earns its place on data it did not see).
+  // The fields above then only set the fallback for a pair with too few pairs to choose on.
+  bool choose_by_lojo = false;
 };
 
 // One GPU pair's residual log(measured / predicted) over its measured pairs.
@@ -42,6 +48,7 @@ struct PairCalibration {
   double mean_log_residual = 0;  // raw mean
   double log_bias = 0;           // shrunk: what predict multiplies by exp() of
   double shrink = 0;             // log_bias / mean_log_residual, 0..1
+  std::string estimator;         // "median t=3" ...; "none" when chosen so (choose_by_lojo)
 };
 
 class Calibration {

@@ -54,6 +54,9 @@ class JobStore {
   RecordResult record(RunRecord run);
   // Every run, oldest first; only those of `job_key` when given.
   [[nodiscard]] std::vector<RunRecord> runs(const std::optional<std::string>& job_key = std::nullopt) const;
+  // The runs pairs are made of (a job key and a measured epoch time), oldest first, without
+  // their predictions: what fit --store, a refit and the calibration read.
+  [[nodiscard]] std::vector<RunRecord> measured_job_runs() const;
   [[nodiscard]] std::optional<RunRecord> run(std::int64_t id) const;
   [[nodiscard]] std::size_t run_count() const;
   // Runs with a job key and a measured epoch time (those pairs are made of): count, largest id.

@@ -117,6 +117,34 @@ TEST_F(StoreTest, RecordedRunReadsBackWithItsPredictionsAfterReopening) {
   EXPECT_EQ(store.runs(std::string("nightly")).size(), 1u);
 }
 
+// What pairs and refits read: only runs with a job key and a measured time, in id order; and
+// the cached statements keep recording (and checking feedback) right across many runs.
+TEST_F(StoreTest, MeasuredJobRunsAreTheKeyedTimedRunsOnly) {
+  JobStore store(path(), StoreMode::kReadWrite);
+  std::vector<std::int64_t> want;
+  for (int i = 0; i < 30; ++i) {
+    RunRecord r = sample_run(i % 2 ? "t4" : "v100", i % 3 == 0 ? "" : "job-" + std::to_string(i % 5), i % 7 == 0 ? 0 : 10.0 + i);
+    r.predictions.push_back({i % 2 ? "v100" : "t4", 5.0 + i, 4.0, 6.0 + i, 0});
+    const RecordResult got = store.record(r);
+    if (!r.job_key.empty() && r.epoch_s > 0) want.push_back(got.id);
+  }
+  const auto runs = store.measured_job_runs();
+  std::vector<std::int64_t> ids;
+  for (const auto& r : runs) {
+    ids.push_back(r.id);
+    EXPECT_FALSE(r.job_key.empty());
+    EXPECT_GT(r.epoch_s, 0);
+    EXPECT_TRUE(r.predictions.empty());
+    EXPECT_DOUBLE_EQ(r.features.values[3], 12.25);
+  }
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(store.pairable_runs().first, want.size());
+  EXPECT_EQ(store.run_count(), 30u);
+  // Every keyed run after the first of its job on the other GPU checked one earlier prediction.
+  EXPECT_FALSE(store.feedback().empty());
+  for (const auto& r : store.runs()) EXPECT_EQ(r.predictions.size(), 1u) << r.id;
+}
+
 TEST_F(StoreTest, RunWithoutGpuIsRefusedNamingTheField) {
   JobStore store(path(), StoreMode::kReadWrite);
   RunRecord r = sample_run("", "k", 1);

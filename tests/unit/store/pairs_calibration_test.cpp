@@ -160,5 +160,25 @@ TEST(Calibration, MedianIgnoresOneWildPair) {
   EXPECT_GT(fit_calibration(res, mean).find("t4", "v100")->mean_log_residual, 0.1);
 }
 
+// choose_by_lojo: a bias that predicts left-out pairs is kept; noise around zero gets none.
+TEST(Calibration, LeaveOneJobOutChoiceKeepsARealBiasAndDropsNoise) {
+  std::vector<PairResidual> res;
+  for (int i = 0; i < 12; ++i) {
+    res.push_back({"t4", "h100", 0.25 + (i % 3 - 1) * 0.04});
+    res.push_back({"t4", "v100", (i % 2 ? 1 : -1) * (0.02 + 0.01 * (i % 4))});
+  }
+  CalibrationOptions o;
+  o.choose_by_lojo = true;
+  const Calibration c = fit_calibration(res, o);
+  ASSERT_NE(c.find("t4", "h100"), nullptr);
+  EXPECT_NE(c.find("t4", "h100")->estimator, "none");
+  EXPECT_GT(c.log_bias("t4", "h100"), 0.2);
+  EXPECT_EQ(c.find("t4", "v100")->estimator, "none");
+  EXPECT_EQ(c.log_bias("t4", "v100"), 0.0);
+  // Too few pairs to leave one out and still reach min_pairs: the fixed estimator stands.
+  const std::vector<PairResidual> three(3, {"t4", "h100", 0.3});
+  EXPECT_EQ(fit_calibration(three, o).find("t4", "h100")->estimator, "median t=3");
+}
+
 }  // namespace
 }  // namespace epochcast
