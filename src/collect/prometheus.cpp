@@ -1,4 +1,5 @@
 #include "epochcast/collect/prometheus.hpp"
+#include "epochcast/core/text.hpp"
 
 #include <httplib.h>
 
@@ -25,8 +26,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double parse_number(std::string_view text, bool& ok) {
   double v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  ok = ec == std::errc() && ptr == text.data() + text.size();
+  ok = text::parse_decimal(text, v);  // the one number parser (core/text)
   return v;
 }
 
@@ -147,18 +147,19 @@ double parse_prometheus_time(std::string_view text, double now_unix_s) {
   bool ok = false;
   if (const double v = parse_number(text, ok); ok && std::isfinite(v)) return v;
   // RFC 3339 in UTC: YYYY-MM-DDTHH:MM:SS[.fff]Z
-  std::tm tm{};
-  int consumed = 0;
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, consumed = 0;
   const std::string s(text);
   double seconds = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &seconds, &consumed) == 6 &&
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%n", &year, &month, &day, &hour, &minute, &seconds, &consumed) == 6 &&
       static_cast<std::size_t>(consumed) + 1 == s.size() && (s.back() == 'Z' || s.back() == 'z')) {
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    tm.tm_sec = 0;
-    const std::time_t base = timegm(&tm);
-    if (base != -1) return static_cast<double>(base) + seconds;
+    // A real calendar day and clock (timegm rolled 2026-13-01 on into 2027 silently).
+    const std::chrono::year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                                          std::chrono::day{static_cast<unsigned>(day)}};
+    if (ymd.ok() && hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 && seconds >= 0 && seconds < 61)
+      return static_cast<double>(text::days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) *
+                                     86400 +
+                                 hour * 3600 + minute * 60) +
+             seconds;
   }
   throw Error(ErrorCode::kInvalidArgument,
               fmt::format("time '{}': expected Unix seconds, RFC 3339 UTC (2026-11-30T15:00:00Z), now or now-15m", text));

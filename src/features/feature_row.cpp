@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "epochcast/core/error.hpp"
+#include "sort_finite.hpp"
 
 namespace epochcast {
 namespace {
@@ -96,11 +97,8 @@ std::array<double, kStatCount> describe(std::span<const double> samples) {
   std::array<double, kStatCount> out;
   out.fill(kNaN);
   std::vector<double> v;
-  v.reserve(samples.size());
-  for (double x : samples)
-    if (std::isfinite(x)) v.push_back(x);
+  detail::sort_finite(samples, v);
   if (v.empty()) return out;
-  std::sort(v.begin(), v.end());
   const auto n = static_cast<double>(v.size());
   double sum = 0;
   for (double x : v) sum += x;

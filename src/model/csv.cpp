@@ -11,37 +11,12 @@
 namespace epochcast::csv {
 
 bool split_line(std::string_view line, std::vector<Cell>& cells) {
-  cells.clear();
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  std::size_t i = 0;
-  while (true) {
-    Cell cell{{}, static_cast<std::uint32_t>(i + 1)};
-    if (i < line.size() && line[i] == '"') {
-      ++i;
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            cell.text.push_back('"');
-            i += 2;
-            continue;
-          }
-          ++i;
-          closed = true;
-          break;
-        }
-        cell.text.push_back(line[i++]);
-      }
-      if (!closed) return false;
-      while (i < line.size() && line[i] != ',') cell.text.push_back(line[i++]);
-    } else {
-      while (i < line.size() && line[i] != ',') cell.text.push_back(line[i++]);
-    }
-    cells.push_back(std::move(cell));
-    if (i >= line.size()) break;
-    ++i;  // the comma
-  }
-  return true;
+  thread_local text::CsvSplitter splitter;  // the one CSV splitter (core/text)
+  const bool closed = splitter.split(line, true);
+  cells.clear();
+  for (const text::CsvCell& c : splitter.cells()) cells.push_back({std::string(c.text), c.column});
+  return closed;
 }
 
 std::string trim(std::string_view s) {

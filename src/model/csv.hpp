@@ -1,4 +1,4 @@
-// A small CSV splitter for the dataset and the catalog: RFC 4180 quotes, CRLF tolerated.
+// The dataset's and the catalog's cells: text::CsvSplitter's (RFC 4180 quotes), owned, CRLF tolerated.
 #pragma once
 
 #include <cstdint>

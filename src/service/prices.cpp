@@ -16,6 +16,7 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/read_file.hpp"
+#include "epochcast/core/text.hpp"
 
 namespace epochcast {
 
@@ -36,16 +37,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// The catalog refuses quotes (above), so every comma separates: text::CsvSplitter without quoting.
 std::vector<Cell> split_cells(std::string_view line) {
+  text::CsvSplitter splitter;
+  splitter.split(line, false);
   std::vector<Cell> cells;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t comma = line.find(',', begin);
-    const std::size_t end = comma == std::string_view::npos ? line.size() : comma;
-    cells.push_back({trim(line.substr(begin, end - begin)), static_cast<std::uint32_t>(begin + 1)});
-    if (comma == std::string_view::npos) break;
-    begin = comma + 1;
-  }
+  for (const text::CsvCell& c : splitter.cells()) cells.push_back({trim(c.text), c.column});
   return cells;
 }
 
@@ -152,15 +149,11 @@ PriceCatalog parse_price_catalog(std::string_view content, const std::string& na
     };
     auto price = [&](std::string_view col) {
       const std::string s(cell(col).text);
-      char* stop = nullptr;
-      errno = 0;
-      const double v = std::strtod(s.c_str(), &stop);
-      if (s.empty() || stop != s.c_str() + s.size())
+      double v = 0;
+      if (!text::parse_decimal(s, v)) {  // the one number parser (core/text)
+        if (auto why = text::out_of_range_reason(s)) throw fail(col, *why);
         throw fail(col, fmt::format("'{}' is not a number", s));
-      if (errno == ERANGE)
-        throw fail(col, std::isinf(v) ? fmt::format("out of range of a double: '{}' (beyond ±1.8e308)", s)
-                                      : fmt::format("out of range of a double: '{}' (nonzero, below 4.9e-324 in "
-                                                    "magnitude)", s));
+      }
       if (!std::isfinite(v))
         throw fail(col, fmt::format("'{}' is not a number", s));
       const PriceLimit& limit = price_limit(col);

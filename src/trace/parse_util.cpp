@@ -191,36 +191,10 @@ std::optional<double> unit_factor(std::string_view unit, std::string_view canoni
 }
 
 void split_csv_cells(std::string_view line, std::vector<std::string>& out) {
+  text::CsvSplitter splitter;
+  splitter.split(line, true);  // a quote left open: the cell holds the rest of the line
   out.clear();
-  std::size_t p = 0;
-  while (true) {
-    while (p < line.size() && is_space(line[p])) ++p;
-    std::string cell;
-    if (p < line.size() && line[p] == '"') {
-      ++p;
-      while (p < line.size()) {
-        if (line[p] == '"') {
-          if (p + 1 < line.size() && line[p + 1] == '"') {
-            cell += '"';
-            p += 2;
-            continue;
-          }
-          ++p;
-          break;
-        }
-        cell += line[p++];
-      }
-      const std::size_t comma = line.find(',', p);
-      out.push_back(std::move(cell));
-      if (comma == std::string_view::npos) return;
-      p = comma + 1;
-      continue;
-    }
-    const std::size_t comma = line.find(',', p);
-    out.emplace_back(trim(line.substr(p, comma == std::string_view::npos ? std::string_view::npos : comma - p)));
-    if (comma == std::string_view::npos) return;
-    p = comma + 1;
-  }
+  for (const text::CsvCell& c : splitter.cells()) out.emplace_back(trim(c.text));
 }
 
 namespace {

@@ -57,13 +57,10 @@ std::string bad_number(std::string_view s);
 // True when `s` starts with a decimal number (a '+' allowed) that a double cannot hold.
 bool out_of_double_range(std::string_view s);
 
-// Parses a leading number; returns the rest (unparsed) through `rest`.
+// Parses a leading number (text::parse_decimal_prefix); the rest (unparsed) through `rest`.
 inline bool parse_leading_double(std::string_view s, double& out, std::string_view& rest) {
-  if (s.empty()) return false;
-  const char* first = s.data();
-  if (*first == '+') ++first;
-  auto [p, ec] = std::from_chars(first, s.data() + s.size(), out);
-  if (ec != std::errc{}) return false;
+  const char* p = text::parse_decimal_prefix(s, out);
+  if (p == nullptr) return false;
   rest = s.substr(static_cast<std::size_t>(p - s.data()));
   return true;
 }

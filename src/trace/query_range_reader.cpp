@@ -99,8 +99,8 @@ class JsonScanner {
     const char* e = s_.data() + s_.size();
     if (b < e && *b == '+') fail("a number with '+'");
     double v = 0;
-    const auto [ptr, ec] = std::from_chars(b, e, v);
-    if (ec != std::errc{} || ptr == b) fail("expected a number");
+    const char* ptr = text::parse_decimal_prefix(std::string_view(b, static_cast<std::size_t>(e - b)), v);
+    if (ptr == nullptr || ptr == b) fail("expected a number");
     p_ += static_cast<std::size_t>(ptr - b);
     return v;
   }

@@ -82,8 +82,14 @@ void TraceParser::fail_at(std::string_view line, std::string_view at, std::strin
                           const std::string& message) const {
   std::size_t column = 1;
   while (!at.empty() && detail::is_space(at.front())) at.remove_prefix(1);  // point at the value
-  if (at.data() >= line.data() && at.data() <= line.data() + line.size())
+  if (at.data() >= line.data() && at.data() <= line.data() + line.size()) {
     column = static_cast<std::size_t>(at.data() - line.data()) + 1;
+  } else {
+    // A quoted cell, unescaped into the splitter's buffer: its opening quote's column on.
+    for (const text::CsvCell& c : splitter_.cells())
+      if (c.quoted && at.data() >= c.text.data() && at.data() <= c.text.data() + c.text.size())
+        column = c.column + 1 + static_cast<std::size_t>(at.data() - c.text.data());
+  }
   fail(column, field, message);
 }
 
@@ -239,33 +245,17 @@ void TraceParser::dispatch(std::string_view text) {
 // Shared helpers
 
 void TraceParser::split_csv(std::string_view text, bool quotes) {
-  fields_.clear();
-  std::size_t pos = 0;
-  while (true) {
-    if (quotes) {
-      std::size_t p = pos;
-      while (p < text.size() && text[p] == ' ') ++p;
-      if (p < text.size() && text[p] == '"') {
-        const std::size_t close = text.find('"', p + 1);
-        if (close != std::string_view::npos) {
-          fields_.push_back(text.substr(p + 1, close - p - 1));
-          const std::size_t comma = text.find(',', close);
-          if (comma == std::string_view::npos) return;
-          pos = comma + 1;
-          continue;
-        }
-      }
-    }
-    // Fields are short: a plain loop beats a memchr call per field.
-    std::size_t comma = pos;
-    while (comma < text.size() && text[comma] != ',') ++comma;
-    if (comma == text.size()) {
-      fields_.push_back(text.substr(pos));
-      return;
-    }
-    fields_.push_back(text.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
+  const bool closed = splitter_.split(text, quotes);
+  const std::vector<text::CsvCell>& cells = splitter_.cells();
+  fields_.resize(cells.size());
+  for (std::size_t i = 0; i < cells.size(); ++i) fields_[i] = cells[i].text;
+  if (closed) return;
+  // The open quote's column: the header's name for it when the header is read.
+  const std::size_t i = fields_.size() - 1;
+  std::string field = "(line)";
+  if (header_done_ && i < wide_kinds_.size()) field = wide_kinds_[i].name;
+  else if (header_done_ && i < columns_.size()) field = columns_[i].name;
+  fail(splitter_.open_quote_column(), field, "a quoted field is not closed on this line (a '\"' without its partner)");
 }
 
 int TraceParser::add_metric_slot(Metric m, std::string_view column_name) {

@@ -148,6 +148,8 @@ class TraceParser {
   double no_timestamp_interval_s() const;
   // The stamp of an untimed row of `gpu_index`: its rows so far × the stated (or assumed) interval.
   double untimed_stamp(int gpu_index) const;
+  // The current line's cells into fields_ (text::CsvSplitter; `quotes`: RFC 4180 quoting); a
+  // quote left open is an error naming its column.
   void split_csv(std::string_view text, bool quotes);
   double parse_stamp(std::string_view text, std::string_view field, std::string_view line);
   void commit_row(int gpu_index, std::string_view name, std::string_view uuid, double stamp_s,
@@ -168,6 +170,7 @@ class TraceParser {
   std::vector<double> row_;                 // parsed values of the current row, per slot
   std::size_t row_field_offset_ = 0;        // fields_[column + this]: the column's text (dmon: after "GPU N")
   bool impossible_in_row_ = false;          // a value of the current row is outside its limits
+  text::CsvSplitter splitter_;              // the one CSV splitter (core/text)
   std::vector<std::string_view> fields_;    // split fields of the current line
   std::string header_text_;                 // to recognise a repeated header
   std::string units_text_;

@@ -430,6 +430,10 @@ TEST(Prometheus, TimesAndDurations) {
   EXPECT_DOUBLE_EQ(parse_prometheus_time("2026-11-30T15:00:00Z", 0), 1796050800);
   EXPECT_THROW((void)parse_prometheus_time("yesterday", 0), Error);
   EXPECT_THROW((void)parse_prometheus_time("2026-11-30T15:00:00", 0), Error);
+  // A month or day that does not exist is refused (timegm rolled it on into the next year/month).
+  EXPECT_THROW((void)parse_prometheus_time("2026-13-01T00:00:00Z", 0), Error);
+  EXPECT_THROW((void)parse_prometheus_time("2026-02-30T00:00:00Z", 0), Error);
+  EXPECT_DOUBLE_EQ(parse_prometheus_time("2024-02-29T23:59:59.5Z", 0), 1709251199.5);
   EXPECT_DOUBLE_EQ(parse_prometheus_duration_s("500ms"), 0.5);
   EXPECT_DOUBLE_EQ(parse_prometheus_duration_s("2"), 2);
   EXPECT_DOUBLE_EQ(parse_prometheus_duration_s("1m"), 60);
