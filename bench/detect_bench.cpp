@@ -11,13 +11,13 @@
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
 //                                      4/5/6/8/12 x seeds 0-99: false finds, wrong finds (verbose:
 //                                      every find with its reason)
-//   detect_bench --eval-real [--seeds N] [--verbose]   issue 23: real traces and variants, varied
+//   detect_bench --eval-real [--seeds N] [--verbose] [--json FILE]   issue 23: real traces and variants, varied
 //                                      synthetic runs and nulls; ours, published, plain ACF; the
 //                                      confident-wrong count first (bench/detect_eval_real.hpp)
 //   detect_bench --null-real [--count N] [--verbose] [--json FILE]   the null suite: line-free
 //                                      phase copies and block-bootstrap copies of every shared
 //                                      trace's training region, with diagnostics (bench/detect_null_real.hpp)
-//   detect_bench --eval-long [--seeds N] [--verbose] [--json FILE]   semi-real long runs: each
+//   detect_bench --eval-long [--seeds N] [--verbose] [--json FILE] [--write DIR]   semi-real long runs: each
 //                                      shared trace's real epochs chained (10-100), whole-run and
 //                                      --follow detection (bench/detect_eval_long.hpp)
 //   detect_bench --reliability [--seeds N] [--json FILE]   how often each confidence level is
@@ -627,7 +627,7 @@ int main(int argc, char** argv) {
         bool verbose = false, seeds_given = false;
         for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
         for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
-        return epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose);
+        return epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose, json_path);
       }
       if (std::strcmp(argv[i], "--calibrate") == 0) return epochcast::eval::run_calibrate(seeds);
       if (std::strcmp(argv[i], "--null-real") == 0) {
@@ -643,7 +643,10 @@ int main(int argc, char** argv) {
         bool verbose = false, seeds_given = false;
         for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
         for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
-        return epochcast::eval::run_eval_long_chained(seeds_given ? seeds : 3, verbose, json_path);
+        std::string write_dir;
+        for (int j = 1; j + 1 < argc; ++j)
+          if (std::strcmp(argv[j], "--write") == 0) write_dir = argv[j + 1];
+        return epochcast::eval::run_eval_long_chained(seeds_given ? seeds : 3, verbose, json_path, write_dir);
       }
       if (std::strcmp(argv[i], "--reliability") == 0) {
         bool seeds_given = false;

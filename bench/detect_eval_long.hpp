@@ -1,11 +1,13 @@
-// detect_bench --eval-long [--seeds N] [--verbose] [--json FILE] (issue 23, "Long runs"):
+// detect_bench --eval-long [--seeds N] [--verbose] [--json FILE] [--write DIR] (issue 23, "Long runs"):
 // semi-real long runs, each shared trace's real epochs chained (src/eval/chained.hpp) with its
 // real start-up and tail: 10, 30 and 100 epochs x epoch-length variation 2, 5 and 10 % x seeds.
 // Whole run: found within 2 % of the chained mean epoch (the target: >= 98 %), within 5 %,
 // confidently wrong (>= 0.5 and > 5 % off, or any find on the run without a signature), abstained.
 // --follow: the run replayed into the live Detector in 1 s polls (src/eval/follow_replay.hpp);
 // "by epoch 5" = the first confident answer (found, >= 0.5) came before the 5th epoch ended
-// (the target: >= 90 %), "right" = that first answer within 5 %.
+// (the target: >= 90 %), "right" = that first answer within 5 %. --write DIR: every chain with a
+// signature not found within 2 % (canonical CSV, for `epochcast detect`) and the --follow prefix
+// of every wrong live answer (detecting on it gives that answer), listed in DIR/index.txt.
 #pragma once
 
 #include <fmt/format.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "epochcast/epoch/detect.hpp"
+#include "epochcast/trace/read.hpp"
 #include "eval/chained.hpp"
 #include "eval/follow_replay.hpp"
 #include "eval/variants.hpp"
@@ -47,7 +50,22 @@ struct LongTally {
   }
 };
 
-inline int run_eval_long_chained(int seeds, bool verbose, const std::string& json_path) {
+// The first `rows` samples of a trace (a --follow prefix), for the reproducer files.
+inline Trace prefix_of(const Trace& t, std::size_t rows) {
+  Trace p = t;
+  p.time_s.resize(std::min(rows, t.size()));
+  for (auto& c : p.channels) c.values.resize(p.time_s.size());
+  return p;
+}
+
+inline void write_csv(const std::string& path, const Trace& t) {
+  std::ofstream out(path);
+  write_canonical_csv(t, out);
+}
+
+inline int run_eval_long_chained(int seeds, bool verbose, const std::string& json_path, const std::string& write_dir = {}) {
+  std::ofstream index;
+  if (!write_dir.empty()) index.open(write_dir + "/index.txt");
   const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
   fmt::print("detect_bench --eval-long: each shared trace's real epochs chained, epochs {{10, 30, 100}} x length\n"
              "variation {{2, 5, 10}} % x {} seeds. CWRNG = confidence >= 0.5 and > 5 % off (any find without a\n"
@@ -81,12 +99,28 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
           }
           const std::size_t k = std::min<std::size_t>(kFollowWithinEpochs, run.epochs.size()) - 1;
           const auto f = replay_follow(run.trace, run.epochs[k].end_s, kFollowPollS);
+          const std::string id = fmt::format("{}.e{}.cv{:.0f}.s{}", name, epochs, 100 * cv, seed);
           if (f.confident) {
             const double ferr = std::abs(f.period_s - truth) / truth;
             const bool ok = sig && ferr <= 0.05;
             ++t.follow_by5;
             t.follow_by5_right += ok;
             t.follow_wrong += !ok;
+            if (!ok && verbose)
+              fmt::print("    FOLLOW WRONG {}: {:.3f} s (truth {:.3f}) at {:.2f} after {:.1f} s\n", id, f.period_s, truth,
+                         f.confidence, f.at_s);
+            if (!ok && index.is_open()) {
+              const auto rows = static_cast<std::size_t>(
+                  std::upper_bound(run.trace.time_s.begin(), run.trace.time_s.end(), f.at_s) - run.trace.time_s.begin());
+              write_csv(write_dir + "/" + id + ".follow-prefix.csv", prefix_of(run.trace, rows));
+              index << fmt::format("{}.follow-prefix.csv  live answer {:.3f} s at {:.2f}, truth {:.3f} s (first {} samples)\n",
+                                   id, f.period_s, f.confidence, truth, rows);
+            }
+          }
+          if (index.is_open() && sig && !(seg.found && err <= 0.02)) {
+            write_csv(write_dir + "/" + id + ".csv", run.trace);
+            index << fmt::format("{}.csv  {} {:.3f} s at {:.2f}, truth {:.3f} s\n", id, seg.found ? "found" : "abstains, guess",
+                                 seg.found ? seg.period_s : seg.candidate_period_s, seg.confidence, truth);
           }
           if (verbose && ((seg.found && (!sig || err > 0.02)) || (!seg.found && sig)))
             fmt::print("    {} {} ep cv {:.0f} % s{}: {} {:.3f} s (truth {:.3f}) conf {:.2f} | {}\n", name, epochs,

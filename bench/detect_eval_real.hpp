@@ -18,7 +18,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <map>
 #include <random>
 #include <string>
@@ -92,6 +94,9 @@ struct Tally {
   [[nodiscard]] std::string cells() const {
     return fmt::format("{:>5} {:>5} {:>5} {:>5} {:>5}", conf_wrong, right, wrong, abstain, n);
   }
+  [[nodiscard]] nlohmann::json json() const {
+    return {{"confident_wrong", conf_wrong}, {"right_3pct", right}, {"wrong", wrong}, {"abstained", abstain}, {"runs", n}};
+  }
 };
 
 using DetectFn = std::function<Segmentation(const Trace&)>;
@@ -141,7 +146,9 @@ inline std::vector<SynthCase> varied_synthetic() {
   return out;
 }
 
-inline int run_eval_real(int seeds, bool verbose) {
+inline int run_eval_real(int seeds, bool verbose, const std::string& json_path = {}) {
+  nlohmann::json j;
+  j["seeds"] = seeds;
   const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
   std::vector<testing::RealBase> bases;
   for (const char* name : testing::kRealTraceNames) bases.push_back(testing::load_real_base(dir, name));
@@ -193,6 +200,7 @@ inline int run_eval_real(int seeds, bool verbose) {
     fmt::print("{:<44}", base.name + (sig ? "" : " (no signature)"));
     for (std::size_t m = 0; m < ms.size(); ++m) {
       fmt::print(" {:<29}", t[m].cells());
+      j["real"][base.name][ms[m].name] = t[m].json();
       total_real[m].n += t[m].n, total_real[m].right += t[m].right, total_real[m].conf_wrong += t[m].conf_wrong;
       total_real[m].wrong += t[m].wrong, total_real[m].abstain += t[m].abstain;
     }
@@ -233,6 +241,7 @@ inline int run_eval_real(int seeds, bool verbose) {
     fmt::print("{:<44}", c.name);
     for (std::size_t m = 0; m < ms.size(); ++m) {
       fmt::print(" {:<29}", t[m].cells());
+      j["synthetic"][c.name][ms[m].name] = t[m].json();
       total_syn[m].n += t[m].n, total_syn[m].right += t[m].right, total_syn[m].conf_wrong += t[m].conf_wrong;
       total_syn[m].wrong += t[m].wrong, total_syn[m].abstain += t[m].abstain;
     }
@@ -241,6 +250,11 @@ inline int run_eval_real(int seeds, bool verbose) {
   fmt::print("{:<44}", "ALL SYNTHETIC (varied)");
   for (const auto& t : total_syn) fmt::print(" {:<29}", t.cells());
   fmt::print("\n");
+  for (std::size_t m = 0; m < ms.size(); ++m) {
+    j["all_real"][ms[m].name] = total_real[m].json();
+    j["all_synthetic"][ms[m].name] = total_syn[m].json();
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << '\n';
   return 0;
 }
 
