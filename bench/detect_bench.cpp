@@ -11,9 +11,11 @@
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
 //                                      4/5/6/8/12 x seeds 0-99: false finds, wrong finds (verbose:
 //                                      every find with its reason)
-//   detect_bench --eval-real [--seeds N] [--verbose] [--json FILE]   issue 23: real traces and variants, varied
+//   detect_bench --eval-real [--seeds N] [--count N] [--verbose] [--json FILE]   issue 23: real traces and variants, varied
 //                                      synthetic runs and nulls; ours, published, plain ACF; the
-//                                      confident-wrong count first (bench/detect_eval_real.hpp)
+//                                      confident-wrong count first (bench/detect_eval_real.hpp), then
+//                                      the leave-one-trace-out fold of kRegionTypicalAlpha (--count N
+//                                      null copies per kind and trace, default 20; bench/detect_loto.hpp)
 //   detect_bench --null-real [--count N] [--verbose] [--json FILE]   the null suite: line-free
 //                                      phase copies and block-bootstrap copies of every shared
 //                                      trace's training region, with diagnostics (bench/detect_null_real.hpp)
@@ -56,6 +58,7 @@
 #include "epochcast/trace/read.hpp"
 #include "detect_eval_long.hpp"
 #include "detect_eval_real.hpp"
+#include "detect_loto.hpp"
 #include "detect_null_real.hpp"
 #include "detect_reliability.hpp"
 
@@ -627,7 +630,11 @@ int main(int argc, char** argv) {
         bool verbose = false, seeds_given = false;
         for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
         for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
-        return epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose, json_path);
+        const int rc = epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose, json_path);
+        int null_count = 20;
+        for (int j = 1; j + 1 < argc; ++j)
+          if (std::strcmp(argv[j], "--count") == 0) null_count = std::max(1, std::atoi(argv[j + 1]));
+        return rc ? rc : epochcast::eval::run_eval_loto(null_count, json_path);
       }
       if (std::strcmp(argv[i], "--calibrate") == 0) return epochcast::eval::run_calibrate(seeds);
       if (std::strcmp(argv[i], "--null-real") == 0) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -96,6 +97,23 @@ inline nlohmann::json run_loto_folds(const std::vector<testing::RealBase>& bases
              fmt::format("{}/{}", total_null_found, total_nulls));
   j["all"] = {{"variants", total.json()}, {"nulls", total_nulls}, {"null_found", total_null_found}};
   return j;
+}
+
+// Runs the folds over the shared traces; with a JSON file (the one --eval-real just wrote), adds
+// them to it under "leave_one_trace_out".
+inline int run_eval_loto(int null_count, const std::string& json_path) {
+  const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+  std::vector<testing::RealBase> bases;
+  for (const char* name : testing::kRealTraceNames) bases.push_back(testing::load_real_base(dir, name));
+  const auto folds = run_loto_folds(bases, null_count);
+  if (!json_path.empty()) {
+    nlohmann::json j;
+    if (std::ifstream in(json_path); in) j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+    j["leave_one_trace_out"] = folds;
+    std::ofstream(json_path) << j.dump(2) << '\n';
+  }
+  return 0;
 }
 
 }  // namespace epochcast::eval
