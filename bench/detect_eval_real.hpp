@@ -155,7 +155,8 @@ inline int run_eval_real(int seeds, bool verbose, const std::string& json_path =
   const auto ms = methods();
   const std::string head = fmt::format("{:>5} {:>5} {:>5} {:>5} {:>5}", "CWRNG", "right", "wrong", "abst", "n");
   fmt::print("detect_bench --eval-real: CWRNG = confidence >= 0.5 and > 5 % off (or any find without a signature);\n"
-             "right = within 3 %; leave-one-trace-out: no detector constant was chosen on these traces.\n\n");
+             "right = within 3 %. The one constant chosen on these traces (kRegionTypicalAlpha) is chosen again\n"
+             "leave-one-trace-out in the fold after this table (bench/detect_loto.hpp).\n\n");
   fmt::print("{:<44}", "trace (all variants)");
   for (const auto& m : ms) fmt::print(" {:<29}", m.name);
   fmt::print("\n{:<44}", "");
