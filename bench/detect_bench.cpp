@@ -11,11 +11,20 @@
 //   detect_bench --null [--verbose]    launch-bound physical null twin vs signature twin, epochs
 //                                      4/5/6/8/12 x seeds 0-99: false finds, wrong finds (verbose:
 //                                      every find with its reason)
-//   detect_bench --eval-real [--seeds N] [--verbose]   issue 23: real traces and variants, varied
+//   detect_bench --eval-real [--seeds N] [--count N] [--verbose] [--json FILE]   issue 23: real traces and variants, varied
 //                                      synthetic runs and nulls; ours, published, plain ACF; the
-//                                      confident-wrong count first (bench/detect_eval_real.hpp)
-//   detect_bench --null-real [--count N] [--verbose]   phase-randomised and block-scrambled copies
-//                                      of every shared trace's training region: false finds
+//                                      confident-wrong count first (bench/detect_eval_real.hpp), then
+//                                      the leave-one-trace-out fold of kRegionTypicalAlpha (--count N
+//                                      null copies per kind and trace, default 20; bench/detect_loto.hpp)
+//   detect_bench --null-real [--count N] [--verbose] [--json FILE]   the null suite: line-free
+//                                      phase copies and block-bootstrap copies of every shared
+//                                      trace's training region, with diagnostics (bench/detect_null_real.hpp)
+//   detect_bench --eval-long [--seeds N] [--verbose] [--json FILE] [--write DIR]   semi-real long runs: each
+//                                      shared trace's real epochs chained (10-100), whole-run and
+//                                      --follow detection (bench/detect_eval_long.hpp)
+//   detect_bench --reliability [--seeds N] [--json FILE]   how often each confidence level is
+//                                      right within 5 %: synthetic, real variants, few-epoch
+//                                      subtle runs (bench/detect_reliability.hpp)
 //   detect_bench --variants [--seeds N] [--only TEXT] [--json FILE] [--verbose] [--write DIR]   the six real
 //                                      traces as another run or collector would give them
 //                                      (decimated, averaged, cropped, fewer channels, jittered,
@@ -47,7 +56,11 @@
 #include "eval/published.hpp"
 #include "eval/synthetic.hpp"
 #include "epochcast/trace/read.hpp"
+#include "detect_eval_long.hpp"
 #include "detect_eval_real.hpp"
+#include "detect_loto.hpp"
+#include "detect_null_real.hpp"
+#include "detect_reliability.hpp"
 
 namespace epochcast {
 namespace {
@@ -617,7 +630,11 @@ int main(int argc, char** argv) {
         bool verbose = false, seeds_given = false;
         for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
         for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
-        return epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose);
+        const int rc = epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose, json_path);
+        int null_count = 20;
+        for (int j = 1; j + 1 < argc; ++j)
+          if (std::strcmp(argv[j], "--count") == 0) null_count = std::max(1, std::atoi(argv[j + 1]));
+        return rc ? rc : epochcast::eval::run_eval_loto(null_count, json_path);
       }
       if (std::strcmp(argv[i], "--calibrate") == 0) return epochcast::eval::run_calibrate(seeds);
       if (std::strcmp(argv[i], "--null-real") == 0) {
@@ -627,7 +644,21 @@ int main(int argc, char** argv) {
           verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
           if (std::strcmp(argv[j], "--count") == 0 && j + 1 < argc) count = std::max(1, std::atoi(argv[j + 1]));
         }
-        return epochcast::eval::run_null_real(count, verbose);
+        return epochcast::eval::run_null_real(count, verbose, json_path);
+      }
+      if (std::strcmp(argv[i], "--eval-long") == 0) {
+        bool verbose = false, seeds_given = false;
+        for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
+        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
+        std::string write_dir;
+        for (int j = 1; j + 1 < argc; ++j)
+          if (std::strcmp(argv[j], "--write") == 0) write_dir = argv[j + 1];
+        return epochcast::eval::run_eval_long_chained(seeds_given ? seeds : 3, verbose, json_path, write_dir);
+      }
+      if (std::strcmp(argv[i], "--reliability") == 0) {
+        bool seeds_given = false;
+        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
+        return epochcast::eval::run_reliability(seeds_given ? seeds : 4, json_path);
       }
       if (std::strcmp(argv[i], "--null") == 0)
         return epochcast::run_null(i + 1 < argc && std::strcmp(argv[i + 1], "--verbose") == 0);

@@ -1,0 +1,97 @@
+// Semi-real long runs (issue 23, "Long runs"; src/eval/chained.hpp): the chain is what it
+// claims to be, and the detector finds its period, live and after the fact, on a few of them
+// (the full grid is `detect_bench --eval-long`).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "epochcast/epoch/detect.hpp"
+#include "eval/chained.hpp"
+#include "eval/follow_replay.hpp"
+#include "eval/variants.hpp"
+
+namespace epochcast {
+namespace {
+
+const std::string kDir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
+
+TEST(ChainedRuns, TheChainIsTheRealStartUpEpochsAndTail) {
+  const auto base = testing::load_real_base(kDir, "vgg16_224_bs32_fp32");
+  const auto run = eval::chain_real_epochs(base, {40, 0.05}, 3);
+  ASSERT_EQ(run.epochs.size(), 40u);
+  const double dt = base.with_host.median_interval_s();
+  // The start-up is the original's, sample for sample, up to the first epoch.
+  const auto& orig = base.with_host.find(Metric::kGpuUtil)->values;
+  const auto& got = run.trace.find(Metric::kGpuUtil)->values;
+  const auto& ot = base.with_host.time_s;
+  const auto head = static_cast<std::size_t>(std::lower_bound(ot.begin(), ot.end(), base.train_begin_s) - ot.begin());
+  EXPECT_DOUBLE_EQ(run.epochs.front().start_s, static_cast<double>(head) * dt);  // on the chain's regular axis
+  for (std::size_t i = 0; i < head; ++i) EXPECT_EQ(got[i], orig[i]) << i;
+  // Epochs tile the chain; lengths vary around the source epochs' by about the asked 5 %.
+  double sum = 0, sq = 0;
+  for (std::size_t k = 0; k < run.epochs.size(); ++k) {
+    if (k) EXPECT_DOUBLE_EQ(run.epochs[k].start_s, run.epochs[k - 1].end_s);
+    const double r = (run.epochs[k].end_s - run.epochs[k].start_s) / base.truth.period_s - 1;
+    sum += r, sq += r * r;
+  }
+  const double sd = std::sqrt(sq / 40 - (sum / 40) * (sum / 40));
+  EXPECT_GT(sd, 0.025);
+  EXPECT_LT(sd, 0.08);
+  EXPECT_NEAR(run.period_s, base.truth.period_s, 0.05 * base.truth.period_s);
+  // The tail is the original's last samples; every value is one the original has.
+  EXPECT_EQ(got.back(), orig.back());
+  EXPECT_GT(run.trace.duration_s(), 40 * 0.9 * base.truth.period_s);
+  EXPECT_EQ(run.trace.size(), run.trace.find(Metric::kPower)->values.size());
+}
+
+// Never a confident wrong answer on a chain, after the fact or live: found within 5 % or no
+// period. (The targets -- >= 98 % found within 2 %, live by the 5th epoch on >= 90 % -- are
+// measured by `detect_bench --eval-long`; today they are not met, docs/detection.md "Long runs".)
+class ChainedDetect : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChainedDetect, RightOrAbstainAfterTheFactAndLive) {
+  const auto base = testing::load_real_base(kDir, GetParam());
+  for (int epochs : {10, 30}) {
+    const auto run = eval::chain_real_epochs(base, {epochs, 0.05}, 21);
+    const auto seg = detect_epochs(run.trace);
+    if (seg.found) EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.05 * run.period_s) << epochs << ": " << seg.reason;
+    const auto f = eval::replay_follow(run.trace, run.epochs[4].end_s, 1.0);
+    if (f.confident) EXPECT_LE(std::abs(f.period_s - run.period_s), 0.05 * run.period_s) << epochs << " live";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, ChainedDetect,
+                         ::testing::Values("resnet18_32_bs128_cpuloader", "resnet50_224_bs256_bf16",
+                                           "vgg16_224_bs32_fp32", "effnetb0_224_bs64_ckpt_500ms",
+                                           "lenet5_28_bs64_fp32"));
+
+// resnet18 (CPU loader), the trace the search confirms alone, meets the long-run targets on a
+// 30-epoch chain: found within 2 %, and live within 5 % by the end of the 5th epoch.
+TEST(ChainedRuns, Resnet18FoundWithinTwoPercentAndLiveByTheFifthEpoch) {
+  const auto base = testing::load_real_base(kDir, "resnet18_32_bs128_cpuloader");
+  const auto run = eval::chain_real_epochs(base, {30, 0.05}, 21);
+  const auto seg = detect_epochs(run.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
+  const auto f = eval::replay_follow(run.trace, run.epochs[4].end_s, 1.0);
+  ASSERT_TRUE(f.confident) << "no confident answer by the 5th epoch (" << f.runs << " runs)";
+  EXPECT_LE(std::abs(f.period_s - run.period_s), 0.05 * run.period_s);
+}
+
+// The run without a signature stays a null however long it is chained, after the fact and live
+// (followed through its first 10 epochs).
+TEST(ChainedRuns, NoSignatureChainAbstains) {
+  const auto base = testing::load_real_base(kDir, "mobilenetv2_224_bs128_noval");
+  for (int epochs : {10, 30}) {
+    const auto run = eval::chain_real_epochs(base, {epochs, 0.05}, 5);
+    const auto seg = detect_epochs(run.trace);
+    EXPECT_FALSE(seg.found) << epochs << ": " << seg.reason;
+    const auto f = eval::replay_follow(run.trace, run.epochs[std::min<std::size_t>(9, run.epochs.size() - 1)].end_s, 1.0);
+    EXPECT_FALSE(f.confident) << epochs << ": live answer " << f.period_s << " s at " << f.at_s;
+  }
+}
+
+}  // namespace
+}  // namespace epochcast
