@@ -11,8 +11,7 @@ shift || true
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(trace formats tables model prometheus http)
 B=${FUZZ_BUILD:-build-fuzz}
 if [ ! -x "$B/tests/fuzz/fuzz_http" ]; then
-  CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEPOCHCAST_FUZZ=ON \
-    -DEPOCHCAST_TESTS=OFF -DEPOCHCAST_BENCH=OFF >/dev/null
+  tests/fuzz/configure.sh "$B" fuzz
   nice cmake --build "$B" -j"${JOBS:-2}" --target fuzz_model_seed $(printf 'fuzz_%s ' "${targets[@]}")
 fi
 started=$(date -u +%FT%TZ)

@@ -8,10 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-20}
 B=${FUZZ_BUILD:-build-fuzz}
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
-  -DEPOCHCAST_FUZZ=ON -DEPOCHCAST_TESTS=OFF -DEPOCHCAST_BENCH=OFF >/dev/null
+tests/fuzz/configure.sh "$B" fuzz
 targets=(trace formats tables model prometheus http)
 cmake --build "$B" -j"${JOBS:-$(nproc)}" --target fuzz_model_seed $(printf 'fuzz_%s ' "${targets[@]}")
 rm -rf "$B"/fuzz-work/crashes-*
