@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Long fuzzing: every libFuzzer target for SECONDS each (default 4 h), at low priority, keeping
 # its corpus between runs (build-fuzz/fuzz-work/corpus-*), then one summary line per target:
-# executions, corpus size, coverage (libFuzzer's cov: edges), crash inputs. Record what it found
-# in docs/journal/robustness.md ("Fuzzing").
+# executions, executions per second, coverage (libFuzzer's cov: edges and ft: features), corpus
+# size, crash inputs. Record each line in docs/fuzzing.md ("Runs") with the date and load.
 #   scripts/fuzz-long.sh [SECONDS_PER_TARGET] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +20,10 @@ echo "fuzz-long: started $started, ${secs} s per target, load $(cut -d' ' -f1-3 
 for t in "${targets[@]}"; do
   log=$B/fuzz-work/fuzz_$t.log
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -n1)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | awk '{print $2}' | tail -n1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n1 | awk '{print $2}')
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -n1 | awk '{print $2}')
   corpus=$(ls "$B/fuzz-work/corpus-$t" 2>/dev/null | wc -l)
   crashes=$(ls "$B/fuzz-work/crashes-$t" 2>/dev/null | wc -l)
-  echo "fuzz-long: fuzz_$t executions=${runs:-?} cov=${cov:-?} corpus=$corpus crashes=$crashes"
+  echo "fuzz-long: fuzz_$t executions=${runs:-?} exec/s=${rate:-?} cov=${cov:-?} ft=${ft:-?} corpus=$corpus crashes=$crashes seconds=$secs"
 done

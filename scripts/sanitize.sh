@@ -8,7 +8,7 @@
 #                              status threads (test_collect, CollectCli), the store's concurrent
 #                              writers (test_store), the server (ServeCli, ServeStore, ServeLimits)
 # Extra arguments go to ctest (asan) or name gtest filters (tsan: FILTER=...). JOBS=N (default 2).
-# A report fails the run (halt_on_error / exitcode); results are recorded in docs/journal/robustness.md.
+# A report fails the run (halt_on_error / exitcode); record results in docs/fuzzing.md ("Sanitizers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
