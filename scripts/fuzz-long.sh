@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Long fuzzing: every libFuzzer target for SECONDS each (default 4 h), at low priority, keeping
 # its corpus between runs (build-fuzz/fuzz-work/corpus-*), then one summary line per target:
-# executions, corpus size, coverage (libFuzzer's cov: edges), crash inputs. Record what it found
-# in docs/journal/robustness.md ("Fuzzing").
+# executions, executions per second, coverage (libFuzzer's cov: edges and ft: features), corpus
+# size, crash inputs. Record each line in docs/fuzzing.md ("Runs") with the date and load.
 #   scripts/fuzz-long.sh [SECONDS_PER_TARGET] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +11,7 @@ shift || true
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(trace formats tables model prometheus http)
 B=${FUZZ_BUILD:-build-fuzz}
 if [ ! -x "$B/tests/fuzz/fuzz_http" ]; then
-  CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEPOCHCAST_FUZZ=ON \
-    -DEPOCHCAST_TESTS=OFF -DEPOCHCAST_BENCH=OFF >/dev/null
+  tests/fuzz/configure.sh "$B" fuzz
   nice cmake --build "$B" -j"${JOBS:-2}" --target fuzz_model_seed $(printf 'fuzz_%s ' "${targets[@]}")
 fi
 started=$(date -u +%FT%TZ)
@@ -21,8 +20,10 @@ echo "fuzz-long: started $started, ${secs} s per target, load $(cut -d' ' -f1-3 
 for t in "${targets[@]}"; do
   log=$B/fuzz-work/fuzz_$t.log
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -n1)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | awk '{print $2}' | tail -n1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n1 | awk '{print $2}')
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -n1 | awk '{print $2}')
   corpus=$(ls "$B/fuzz-work/corpus-$t" 2>/dev/null | wc -l)
   crashes=$(ls "$B/fuzz-work/crashes-$t" 2>/dev/null | wc -l)
-  echo "fuzz-long: fuzz_$t executions=${runs:-?} cov=${cov:-?} corpus=$corpus crashes=$crashes"
+  echo "fuzz-long: fuzz_$t executions=${runs:-?} exec/s=${rate:-?} cov=${cov:-?} ft=${ft:-?} corpus=$corpus crashes=$crashes seconds=$secs"
 done

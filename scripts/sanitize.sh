@@ -8,20 +8,18 @@
 #                              status threads (test_collect, CollectCli), the store's concurrent
 #                              writers (test_store), the server (ServeCli, ServeStore, ServeLimits)
 # Extra arguments go to ctest (asan) or name gtest filters (tsan: FILTER=...). JOBS=N (default 2).
-# A report fails the run (halt_on_error / exitcode); results are recorded in docs/journal/robustness.md.
+# A report fails the run (halt_on_error / exitcode); record results in docs/fuzzing.md ("Sanitizers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
 shift || true
 jobs=${JOBS:-2}
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 case "$mode" in
   asan)
-    B=${BUILD_DIR:-build-asan}
-    CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
-      -DEPOCHCAST_FUZZ=ON -DEPOCHCAST_TESTS=ON -DEPOCHCAST_BENCH=OFF >/dev/null
+    # The fuzz targets' build (same flags): one compile serves both.
+    B=${BUILD_DIR:-build-fuzz}
+    tests/fuzz/configure.sh "$B" fuzz
     cmake --build "$B" -j"$jobs"
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:detect_stack_use_after_return=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -31,8 +29,7 @@ case "$mode" in
     ;;
   tsan)
     B=${BUILD_DIR:-build-tsan}
-    CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
-      -DEPOCHCAST_SANITIZE=thread -DEPOCHCAST_TESTS=ON -DEPOCHCAST_BENCH=OFF >/dev/null
+    tests/fuzz/configure.sh "$B" thread
     cmake --build "$B" -j"$jobs" --target epochcast test_model test_collect test_store test_service test_integration
     export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp}
     status=0

@@ -69,8 +69,9 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
           if (other == held || precision2 != precision || workload2 != workload) continue;
           const GpuSpec& o = *catalog.find(other);
           const double truth = std::log(thr_o / thr_h);  // time on held / time on other
-          auto level = [&](const ScalingFit& f, const GpuSpec& g) {
-            return busy_level_log(f.workload_params.at({cls, workload}), 1.0, *reference, g, precision);
+          // Named captures: clang before 16 cannot capture structured bindings (tests/fuzz builds with 14).
+          auto level = [&, &wl = workload, &prec = precision](const ScalingFit& f, const GpuSpec& g) {
+            return busy_level_log(f.workload_params.at({cls, wl}), 1.0, *reference, g, prec);
           };
           const double pa = level(a, h) - level(a, o), pb = level(b, h) - level(b, o);
           const double ps = scaling_log_ratio(spec_sheet, 1.0, o, o, h, precision);  // shares on the source

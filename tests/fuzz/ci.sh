@@ -8,10 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-20}
 B=${FUZZ_BUILD:-build-fuzz}
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
-  -DEPOCHCAST_FUZZ=ON -DEPOCHCAST_TESTS=OFF -DEPOCHCAST_BENCH=OFF >/dev/null
+tests/fuzz/configure.sh "$B" fuzz
 targets=(trace formats tables model prometheus http)
 cmake --build "$B" -j"${JOBS:-$(nproc)}" --target fuzz_model_seed $(printf 'fuzz_%s ' "${targets[@]}")
 rm -rf "$B"/fuzz-work/crashes-*
@@ -20,7 +17,9 @@ status=0
 for t in "${targets[@]}"; do
   log=$B/fuzz-work/fuzz_$t.log
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' || true)
-  if [ -n "$(ls -A "$B/fuzz-work/crashes-$t" 2>/dev/null)" ] || ! grep -q 'Done [0-9]* runs' "$log"; then
+  # slow-unit-* (over 10 s of wall time, easily reached on a loaded box) is kept, not a failure;
+  # crash-, leak-, timeout- and oom- inputs are.
+  if [ -n "$(ls "$B/fuzz-work/crashes-$t" 2>/dev/null | grep -v '^slow-unit-')" ] || ! grep -q 'Done [0-9]* runs' "$log"; then
     echo "fuzz-ci: fuzz_$t FAILED (see $log)"
     status=1
   else

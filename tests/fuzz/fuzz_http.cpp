@@ -95,8 +95,6 @@ std::string exchange(std::string_view bytes) {
   return answer;
 }
 
-}  // namespace
-
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   epochcast::ServiceConfig config;
   // A small model keeps each predict fast (run.sh makes one); else the default model.
@@ -106,8 +104,25 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+// EPOCHCAST_FUZZ_SHOW=1: each answer's status lines on stderr ("fuzz_http: 200 200 404"), so a
+// replay of the seeds shows that they reach the routes (tests/fuzz/ci.sh checks that).
+void show(const std::string& answer) {
+  static const bool on = [] {
+    const char* v = std::getenv("EPOCHCAST_FUZZ_SHOW");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  if (!on) return;
+  std::string statuses;
+  for (std::size_t at = answer.find("HTTP/1.1 "); at != std::string::npos; at = answer.find("HTTP/1.1 ", at + 1))
+    statuses += " " + answer.substr(at + 9, 3);
+  std::fprintf(stderr, "fuzz_http:%s\n", statuses.empty() ? " (no answer)" : statuses.c_str());
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string answer = exchange(std::string_view(reinterpret_cast<const char*>(data), size));
+  show(answer);
   if (!answer.empty() && answer.rfind("HTTP/1.1 ", 0) != 0) finding("not an HTTP answer", answer.substr(0, 200));
   if (answer.find(EPOCHCAST_DATA_DIR) != std::string::npos) finding("server path in an answer", answer.substr(0, 400));
   static unsigned n = 0;

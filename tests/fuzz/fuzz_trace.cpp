@@ -1,5 +1,7 @@
-// Trace readers (nvidia-smi, dcgmi dmon, canonical/host CSV), whole and incremental, then
-// detection and feature extraction on whatever parses. The first byte picks the options.
+// Trace readers (nvidia-smi, dcgmi dmon, canonical CSV), whole and incremental, then detection
+// and feature extraction on whatever parses; the same bytes also go through the host CSV reader
+// (read_host_trace_from_string, serve's second upload part) and merge onto a GPU trace. The
+// first byte picks the options.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -77,6 +79,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check_trace(r.trace());
     });
     return 0;
+  }
+  // The host CSV reader sees every input: it is cheap, and most inputs die at its header.
+  Trace host;
+  bool host_parsed = false;
+  fuzz::run_checked("fuzz_host.csv", true, [&] {
+    host = read_host_trace_from_string(content, "fuzz_host.csv");
+    host_parsed = true;
+  });
+  if (host_parsed) {
+    check_trace(host);
+    fuzz::run_checked("", false, [&] {
+      Trace gpu = fixed_gpu();
+      merge_host_trace(gpu, host);
+      check_trace(gpu);
+    });
   }
   Trace t;
   bool parsed = false;

@@ -66,7 +66,6 @@ if [[ " ${targets[*]} " == *" http "* ]]; then
   # Hand-made requests (tests/fuzz/corpus/http: every route, chunked, multipart, pipelined),
   # and real uploads of a small trace to each POST route.
   mkdir -p "$W/seeds-http"
-  cp tests/fuzz/corpus/http/* "$W/seeds-http/"
   small=$(head -c 6000 tests/data/h200/resnet50_224_bs256_bf16.smi.csv | sed '$d')
   for route in "/v1/predict?gpus=t4" "/v1/detect" "/v1/report?gpus=t4&epochs=3" "/v1/predict?job=x&epoch_s=2"; do
     printf 'POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' "$route" "${#small}" "$small" \
@@ -79,7 +78,9 @@ if [[ " ${targets[*]} " == *" http "* ]]; then
 fi
 
 for t in "${targets[@]}"; do
-  mkdir -p "$W/corpus-$t" "$W/crashes-$t"
+  mkdir -p "$W/corpus-$t" "$W/crashes-$t" "$W/seeds-$t"
+  # The committed corpus: hand-made inputs and every past finding's reproducer (a regression).
+  [ -d "tests/fuzz/corpus/$t" ] && cp tests/fuzz/corpus/"$t"/* "$W/seeds-$t/"
   echo "== fuzz_$t for ${secs}s"
   # -timeout: a small input taking seconds is a hang; -rss_limit_mb: runaway allocation.
   nice "$B/tests/fuzz/fuzz_$t" "$W/corpus-$t" "$W/seeds-$t" -max_total_time="$secs" -timeout=10 \
