@@ -16,9 +16,13 @@ function(epochcast_stage name)
   target_link_libraries(epochcast_${name} PUBLIC ${ARGN})
 endfunction()
 
-# epochcast_test(NAME LABEL SOURCES... LIBS ...): one GoogleTest binary, registered with ctest.
+# epochcast_test(NAME LABEL SOURCES... LIBS ... [TIMEOUT S]): one GoogleTest binary, registered
+# with ctest; each test may take TIMEOUT seconds (default 300).
 function(epochcast_test name label)
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
   if(NOT T_SOURCES)
     return()
   endif()
@@ -28,5 +32,5 @@ function(epochcast_test name label)
     EPOCHCAST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     EPOCHCAST_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
     EPOCHCAST_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} PROPERTIES LABELS ${label} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} PROPERTIES LABELS ${label} TIMEOUT ${T_TIMEOUT} DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -21,6 +21,8 @@ if [ "${1:-all}" != build ]; then
     prometheus chromium chromium-driver fonts-liberation
     # libFuzzer targets in CI (tests/fuzz/ci.sh) and scripts/sanitize.sh: clang with its runtimes
     clang libclang-rt-14-dev
+    # the .deb installed and run in a fresh bookworm root (install_test, scripts/check-deb-bookworm.sh)
+    debootstrap
   )
 fi
 

@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "epochcast/collect/promql_endpoint.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/metric.hpp"
+#include "epochcast/core/text.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast {
@@ -20,26 +22,6 @@ namespace epochcast {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-struct ServerUrl {
-  std::string scheme_host_port;  // for httplib::Client
-  std::string path_prefix;       // "" or "/prometheus"
-};
-
-ServerUrl split_url(const std::string& url) {
-  const auto scheme_end = url.find("://");
-  if (scheme_end == std::string::npos || (url.compare(0, scheme_end, "http") != 0 && url.compare(0, scheme_end, "https") != 0))
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("Prometheus URL '{}': expected http://HOST:PORT or https://HOST:PORT", url));
-  const auto path_start = url.find('/', scheme_end + 3);
-  ServerUrl out;
-  out.scheme_host_port = url.substr(0, path_start);
-  if (path_start != std::string::npos) out.path_prefix = url.substr(path_start);
-  while (!out.path_prefix.empty() && out.path_prefix.back() == '/') out.path_prefix.pop_back();
-  if (out.scheme_host_port.size() <= scheme_end + 3)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("Prometheus URL '{}' has no host", url));
-  return out;
-}
 
 double parse_number(std::string_view text, bool& ok) {
   double v = 0;
@@ -95,7 +77,7 @@ std::vector<PrometheusSeries> parse_query_range_response(std::string_view body, 
     doc = nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} returned malformed JSON ({}); first bytes: '{}'", url,
-                                                e.what(), body.substr(0, std::min<std::size_t>(body.size(), 80))));
+                                                e.what(), text::printable(body, 80)));
   }
   try {
     if (!doc.is_object() || !doc.contains("status"))
@@ -189,7 +171,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("Prometheus range: need start < end and step > 0 (start {}, end {}, step {})",
                             q.start_unix_s, q.end_unix_s, q.step_s));
-  const ServerUrl server = split_url(q.url);
+  const PromqlEndpoint server = parse_promql_endpoint(q.url);
   const std::size_t chunk_points = std::clamp<std::size_t>(q.max_points_per_request, 2, kPrometheusMaxPoints - 1);
   // Every point is held in memory: refuse ranges no trace needs (a year at 1 s is 31.5 M).
   // Raw mode cannot know the scrape interval before it asks; it counts what comes back.
@@ -224,6 +206,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
   const auto timeout_us = std::chrono::duration_cast<std::chrono::microseconds>(q.timeout).count() % 1000000;
   client.set_connection_timeout(timeout_s, timeout_us);
   client.set_read_timeout(timeout_s, timeout_us);
+  if (!server.user.empty()) client.set_basic_auth(server.user, server.password);
   const std::string endpoint = server.path_prefix + (q.raw_samples ? "/api/v1/query" : "/api/v1/query_range");
 
   // (gpu key) -> (metric -> values on the grid, or raw (milliseconds, value) samples);
@@ -258,26 +241,11 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
                   {"end", fmt::format("{:.3f}", chunk_end)},
                   {"step", fmt::format("{}", q.step_s)}};
       }
-      const std::string where = q.url + endpoint.substr(server.path_prefix.size());
+      const std::string where = server.display_url + endpoint.substr(server.path_prefix.size());
       auto res = client.Get(endpoint, params, httplib::Headers{});
-      if (!res) {
-        const auto err = res.error();
-        if (err == httplib::Error::Read)
-          throw Error(ErrorCode::kIo, fmt::format("Prometheus {}: no answer within {} s (timed out or connection dropped)",
-                                                  where, q.timeout.count() / 1000.0));
-        throw Error(ErrorCode::kIo,
-                    fmt::format("Prometheus {}: cannot reach the server ({}) — is it running?", where,
-                                err == httplib::Error::Connection ? "connection refused or host unreachable"
-                                                                  : httplib::to_string(err)));
-      }
+      if (!res) throw promql_transport_error("Prometheus " + where, res.error(), q.timeout.count() / 1000.0);
       if (res->status != 200) {
-        std::string detail = fmt::format("HTTP {}", res->status);
-        try {
-          const auto doc = nlohmann::json::parse(res->body);
-          detail += fmt::format(" ({}): {}", doc.value("errorType", std::string("?")), doc.value("error", std::string("?")));
-        } catch (const nlohmann::json::exception&) {
-          detail += fmt::format(": {}", res->body.substr(0, 200));
-        }
+        std::string detail = promql_refusal_detail(res->status, res->body);
         if (q.raw_samples) detail += " (raw reads take series selectors only; for an expression give --step)";
         throw Error(ErrorCode::kRemote, fmt::format("Prometheus {} refused query '{}': {}", where, expr, detail));
       }
@@ -331,7 +299,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
     }
   }
   if (by_gpu.empty())
-    throw Error(ErrorCode::kNotFound, fmt::format("Prometheus {}: no series matched {} between {} and {}", q.url,
+    throw Error(ErrorCode::kNotFound, fmt::format("Prometheus {}: no series matched {} between {} and {}", server.display_url,
                                                   q.uuid.empty() ? fmt::format("'{}'", fmt::join(q.queries, "', '"))
                                                                  : "UUID " + q.uuid,
                                                   q.start_unix_s, q.end_unix_s));
@@ -344,7 +312,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
       chosen = it;
 
   Trace trace;
-  trace.source = q.url;
+  trace.source = server.display_url;
   trace.format = "prometheus";
   trace.gpu = chosen->second.identity;
   for (const auto& [key, g] : by_gpu) trace.gpus_in_source.push_back(g.identity);
@@ -408,7 +376,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
     }
   }
   if (times_ms.empty())
-    throw Error(ErrorCode::kNotFound, fmt::format("Prometheus {}: the matched series hold only NaN in the range", q.url));
+    throw Error(ErrorCode::kNotFound, fmt::format("Prometheus {}: the matched series hold only NaN in the range", server.display_url));
   const double first_s = q.raw_samples ? static_cast<double>(times_ms.front()) / 1000
                                        : q.start_unix_s + static_cast<double>(times_ms.front()) * q.step_s;
   trace.start_unix_s = first_s;
@@ -450,7 +418,7 @@ Trace fetch_prometheus_trace(const PrometheusQuery& q) {
       if (times_ms[i] - times_ms[i - 1] > 3) ++trace.diagnostics.gaps;
   }
   trace.diagnostics.warnings = std::move(warnings);
-  impossible.report(q.url, trace);
+  impossible.report(server.display_url, trace);
   return trace;
 }
 

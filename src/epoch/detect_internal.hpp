@@ -12,6 +12,9 @@ bool set_acf_level_skip(bool on);
 // Whether the whole-region search arbitrates (on by default; issue 23); off gives the detector
 // as it was before it (the "before" column of detect_bench --eval-real). Returns the previous setting.
 bool set_region_arbitration(bool on);
+// The arbitration's "beats the typical null" level (kRegionTypicalAlpha = 0.25 by default, arbitration.cpp),
+// for the leave-one-trace-out choice in detect_bench --eval-real. Returns the previous value.
+double set_region_typical_alpha(double alpha);
 // How many pyramid levels' ACF the last propose_periods on this thread left out.
 std::size_t last_skipped_acf_levels();
 // The flicker check's epoch-profile amplitude of `raw` at `period_samples` (samples). With

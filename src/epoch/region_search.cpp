@@ -180,8 +180,8 @@ Best scan(const Excursions& ex, const RegionSearchOptions& o, double p_lo, doubl
 
 }  // namespace
 
-PeriodHypothesis region_search(const std::vector<std::span<const double>>& channels, const RegionSearchOptions& o) {
-  PeriodHypothesis H;
+RegionSearchResult region_search(const std::vector<std::span<const double>>& channels, const RegionSearchOptions& o) {
+  RegionSearchResult H;
   if (channels.empty()) return H;
   const std::size_t n = channels[0].size();
   const double p_lo = std::max(2.0, o.min_period);

@@ -14,8 +14,9 @@
 
 namespace epochcast::detail {
 
-// One period hypothesis, whichever proposer made it.
-struct PeriodHypothesis {
+// The search's best hypothesis and its nulls (region_proposer.cpp turns it into a
+// PeriodHypothesis on the grid).
+struct RegionSearchResult {
   bool ok = false;
   double period_samples = 0;          // in the samples of the series it was found on
   std::vector<double> boundaries;     // located boundaries (same samples), the region's edges included when used
@@ -45,6 +46,6 @@ struct RegionSearchOptions {
 };
 
 // channels: z-scored series over the region, equal lengths.
-PeriodHypothesis region_search(const std::vector<std::span<const double>>& channels, const RegionSearchOptions& o);
+RegionSearchResult region_search(const std::vector<std::span<const double>>& channels, const RegionSearchOptions& o);
 
 }  // namespace epochcast::detail

@@ -6,37 +6,25 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "epochcast/collect/promql_endpoint.hpp"
 #include "epochcast/core/error.hpp"
+#include "epochcast/core/text.hpp"
 #include "epochcast/fleet/watch.hpp"
 
 namespace epochcast::fleet {
 
-PromClient::PromClient(const std::string& url, double timeout_s) : display_url_(strip_credentials(url)) {
-  const auto scheme_end = url.find("://");
-  if (scheme_end == std::string::npos)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("PromQL endpoint '{}': expected http://HOST:PORT", display_url_));
-  const auto host_start = scheme_end + 3;
-  const auto path_start = url.find('/', host_start);
-  std::string authority = url.substr(host_start, path_start == std::string::npos ? std::string::npos : path_start - host_start);
-  std::string user, password;
-  if (const auto at = authority.rfind('@'); at != std::string::npos) {
-    const std::string userinfo = authority.substr(0, at);
-    authority = authority.substr(at + 1);
-    const auto colon = userinfo.find(':');
-    user = httplib::detail::decode_url(userinfo.substr(0, colon), false);
-    if (colon != std::string::npos) password = httplib::detail::decode_url(userinfo.substr(colon + 1), false);
-  }
-  if (authority.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("PromQL endpoint '{}' has no host", display_url_));
-  if (path_start != std::string::npos) path_prefix_ = url.substr(path_start);
-  while (!path_prefix_.empty() && path_prefix_.back() == '/') path_prefix_.pop_back();
+PromClient::PromClient(const std::string& url, double timeout_s) : timeout_s_(timeout_s) {
+  const PromqlEndpoint endpoint = parse_promql_endpoint(url);
+  display_url_ = endpoint.display_url;
+  path_prefix_ = endpoint.path_prefix;
   while (display_url_.size() > 1 && display_url_.back() == '/') display_url_.pop_back();
-  client_ = std::make_unique<httplib::Client>(url.substr(0, host_start) + authority);
+  client_ = std::make_unique<httplib::Client>(endpoint.scheme_host_port);
   const auto whole = static_cast<time_t>(std::floor(timeout_s));
   const auto micro = static_cast<time_t>((timeout_s - static_cast<double>(whole)) * 1e6);
   client_->set_connection_timeout(whole, micro);
   client_->set_read_timeout(whole, micro);
   client_->set_write_timeout(whole, micro);
-  if (!user.empty()) client_->set_basic_auth(user, password);
+  if (!endpoint.user.empty()) client_->set_basic_auth(endpoint.user, endpoint.password);
 }
 
 PromClient::~PromClient() = default;
@@ -46,24 +34,10 @@ std::string PromClient::post(const std::string& endpoint, const std::multimap<st
   const std::string where = display_url_ + endpoint;
   httplib::Params params(form.begin(), form.end());
   auto res = client_->Post(path_prefix_ + endpoint, params);
-  if (!res) {
-    const auto err = res.error();
-    if (err == httplib::Error::Read || err == httplib::Error::Write)
-      throw Error(ErrorCode::kIo, fmt::format("PromQL endpoint {}: no answer in time (timed out or connection dropped)", where));
-    throw Error(ErrorCode::kIo, fmt::format("PromQL endpoint {}: cannot reach the server ({})", where,
-                                            err == httplib::Error::Connection ? "connection refused or host unreachable"
-                                                                              : httplib::to_string(err)));
-  }
-  if (res->status != 200) {
-    std::string detail = fmt::format("HTTP {}", res->status);
-    try {
-      const auto doc = nlohmann::json::parse(res->body);
-      detail += fmt::format(" ({}): {}", doc.value("errorType", std::string("?")), doc.value("error", std::string("?")));
-    } catch (const nlohmann::json::exception&) {
-      detail += fmt::format(": '{}'", res->body.substr(0, 120));
-    }
-    throw Error(ErrorCode::kRemote, fmt::format("PromQL endpoint {} refused the request: {}", where, detail));
-  }
+  if (!res) throw promql_transport_error("PromQL endpoint " + where, res.error(), timeout_s_);
+  if (res->status != 200)
+    throw Error(ErrorCode::kRemote, fmt::format("PromQL endpoint {} refused the request: {}", where,
+                                                promql_refusal_detail(res->status, res->body)));
   return std::move(res->body);
 }
 
@@ -86,7 +60,7 @@ std::vector<Labels> PromClient::series(const std::string& match, double start, d
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kRemote, fmt::format("PromQL endpoint {} returned an unexpected answer ({}); first bytes: '{}'",
-                                                where, e.what(), body.substr(0, 80)));
+                                                where, e.what(), text::printable(body, 80)));
   }
   return out;
 }

@@ -39,6 +39,7 @@ class PromClient {
 
   std::string display_url_;
   std::string path_prefix_;
+  double timeout_s_ = 0;
   std::unique_ptr<httplib::Client> client_;
   std::size_t requests_ = 0;
 };

@@ -49,14 +49,4 @@ double parse_duration_s(std::string_view text, std::string_view field) {
   }
 }
 
-std::string strip_credentials(const std::string& url) {
-  const auto scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const auto host_start = scheme + 3;
-  const auto path = url.find('/', host_start);
-  const auto at = url.rfind('@', path == std::string::npos ? url.size() : path);
-  if (at == std::string::npos || at < host_start) return url;
-  return url.substr(0, host_start) + url.substr(at + 1);
-}
-
 }  // namespace epochcast::fleet

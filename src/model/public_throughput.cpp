@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "csv.hpp"
+#include "epochcast/core/data_dir.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/read_file.hpp"
 
@@ -128,16 +129,9 @@ PublicTable load_public_throughput(const std::string& table_path, const std::str
   return t;
 }
 
-std::string default_public_throughput_path() {
-  if (const char* dir = std::getenv("EPOCHCAST_DATA_DIR"); dir && *dir)
-    return std::string(dir) + "/public-throughput/lambda_pytorch_1gpu.csv";
-  return std::string(EPOCHCAST_DATA_DIR) + "/public-throughput/lambda_pytorch_1gpu.csv";
-}
+// Through data_dir(), as every bundled file: an installed copy has no source tree to fall back on.
+std::string default_public_throughput_path() { return data_dir() + "/public-throughput/lambda_pytorch_1gpu.csv"; }
 
-std::string default_public_names_path() {
-  if (const char* dir = std::getenv("EPOCHCAST_DATA_DIR"); dir && *dir)
-    return std::string(dir) + "/public-throughput/names.csv";
-  return std::string(EPOCHCAST_DATA_DIR) + "/public-throughput/names.csv";
-}
+std::string default_public_names_path() { return data_dir() + "/public-throughput/names.csv"; }
 
 }  // namespace epochcast

@@ -1,7 +1,8 @@
 // The fleet page in headless Chromium, against the page routes of the server library and a
 // GET /v1/fleet that answers a fixture of the contract agreed with `epochcast watch`
 // (tests/data/fleet/fleet.json, with the extra fields watch writes: passes, queries_total,
-// analysed, epoch_s null when not found): the fixture stands in while no watcher is on main; the
+// analysed, epoch_s null when not found): a fixture reaches the cases a small real fleet does not
+// (hostile labels, errors, shards). The page against a live watcher is fleet_live_test.cpp; the
 // "no fleet watched" case runs against the real `serve` in page_test.cpp.
 #include <gtest/gtest.h>
 #include <httplib.h>

@@ -14,20 +14,12 @@ using namespace epochcast::testing;
 
 namespace {
 
-class WatchCli : public ::testing::Test {
+class WatchCli : public SmallFleetSuite<> {
  protected:
-  static void SetUpTestSuite() { fleet_ = new BackfilledFleet(make_small_fleet(), kSmallFleetSeconds); }
-  static void TearDownTestSuite() { delete fleet_; }
-  void SetUp() override {
-    if (!prometheus_available()) GTEST_SKIP() << "no prometheus binary";
-    ASSERT_TRUE(fleet_->ready()) << fleet_->why_not_ready();
-  }
   static std::vector<std::string> watch_args() {
     return {"watch", "--prometheus", fleet_->url(), "--lookback", "3h", "--gpus", "a100-80gb,l4"};
   }
-  static BackfilledFleet* fleet_;
 };
-BackfilledFleet* WatchCli::fleet_ = nullptr;
 
 // Every key of the contract with the fleet page (docs/watch.md, "GET /v1/fleet").
 void expect_contract(const nlohmann::json& j) {
@@ -75,14 +67,7 @@ TEST_F(WatchCli, ListenServesFleetAndMetricsPromtoolAccepts) {
   const int port = watch.serving_port(120);
   ASSERT_GT(port, 0) << watch.err();
   httplib::Client client("127.0.0.1", port);
-  nlohmann::json fleet;
-  for (int i = 0; i < 600; ++i) {
-    if (auto res = client.Get("/v1/fleet"); res && res->status == 200) {
-      fleet = nlohmann::json::parse(res->body);
-      if (fleet["passes"].get<int>() >= 1) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const nlohmann::json fleet = fleet_after_first_pass(client);
   ASSERT_GE(fleet.value("passes", 0), 1) << watch.err();
   expect_contract(fleet);
   auto metrics = client.Get("/metrics");
@@ -133,14 +118,7 @@ TEST_F(WatchCli, ServeHostsAWatcher) {
   const int port = serve.serving_port(120);
   ASSERT_GT(port, 0) << serve.err();
   httplib::Client client("127.0.0.1", port);
-  nlohmann::json fleet;
-  for (int i = 0; i < 600; ++i) {
-    if (auto res = client.Get("/v1/fleet"); res && res->status == 200) {
-      fleet = nlohmann::json::parse(res->body);
-      if (fleet["passes"].get<int>() >= 1) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const nlohmann::json fleet = fleet_after_first_pass(client);
   ASSERT_GE(fleet.value("passes", 0), 1) << serve.err();
   EXPECT_EQ(fleet["gpus"].size(), 6u);
   auto metrics = client.Get("/metrics");

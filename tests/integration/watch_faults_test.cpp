@@ -19,34 +19,14 @@ struct Case {
   bool counted;  // an error (NaN values are data, not an error)
 };
 
-class WatchFaults : public ::testing::TestWithParam<Case> {
+class WatchFaults : public SmallFleetSuite<::testing::TestWithParam<Case>> {
  protected:
-  static void SetUpTestSuite() {
-    fleet_ = new BackfilledFleet(make_small_fleet(), kSmallFleetSeconds, kSmallFleetSkewS);
-    service_ = new Service();
-  }
-  static void TearDownTestSuite() {
-    delete fleet_;
-    delete service_;
-  }
-  void SetUp() override {
-    if (!prometheus_available()) GTEST_SKIP() << "no prometheus binary";
-    ASSERT_TRUE(fleet_->ready()) << fleet_->why_not_ready();
-  }
   static fleet::WatchRequest request(const std::string& url) {
-    fleet::WatchRequest r;
-    r.url = url;
-    r.lookback_s = kSmallFleetSeconds + 600;
-    r.settle_s = 0;
+    fleet::WatchRequest r = small_fleet_request(url, {"a100-80gb"});
     r.timeout_s = 0.5;
-    r.gpus = {"a100-80gb"};
     return r;
   }
-  static BackfilledFleet* fleet_;
-  static Service* service_;
 };
-BackfilledFleet* WatchFaults::fleet_ = nullptr;
-Service* WatchFaults::service_ = nullptr;
 
 TEST_P(WatchFaults, CountedSaidNoJobLostAndRecovered) {
   const Case c = GetParam();

@@ -10,7 +10,14 @@
 #include <memory>
 #include <string>
 
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
 #include "collect_process.hpp"
+#include "epochcast/fleet/watch.hpp"
+#include "epochcast/service/service.hpp"
 #include "eval/fleet.hpp"
 #include "prometheus_server.hpp"
 
@@ -116,5 +123,52 @@ class BackfilledFleet {
   bool ready_ = false;
   std::unique_ptr<PrometheusServer> server_;
 };
+
+// One backfilled small fleet (with the exporter clock skew) and one Service for a whole test
+// suite, since a backfill takes seconds; every test skips where Prometheus is not installed.
+// Base is ::testing::Test or ::testing::TestWithParam<...>.
+template <class Base = ::testing::Test>
+class SmallFleetSuite : public Base {
+ protected:
+  static void SetUpTestSuite() {
+    fleet_ = new BackfilledFleet(make_small_fleet(), kSmallFleetSeconds, kSmallFleetSkewS);
+    service_ = new Service();
+  }
+  static void TearDownTestSuite() {
+    delete fleet_;
+    delete service_;
+    fleet_ = nullptr;
+    service_ = nullptr;
+  }
+  void SetUp() override {
+    if (!prometheus_available()) GTEST_SKIP() << "no prometheus binary";
+    ASSERT_TRUE(fleet_->ready()) << fleet_->why_not_ready();
+  }
+  // The whole small fleet's history in one pass, analysed at once (no settle time).
+  static fleet::WatchRequest small_fleet_request(const std::string& url, std::vector<std::string> gpus) {
+    fleet::WatchRequest r;
+    r.url = url;
+    r.lookback_s = kSmallFleetSeconds + 600;
+    r.settle_s = 0;
+    r.gpus = std::move(gpus);
+    return r;
+  }
+  static inline BackfilledFleet* fleet_ = nullptr;
+  static inline Service* service_ = nullptr;
+};
+
+// GET /v1/fleet, polled until the watcher's first pass is in (at most 60 s): the last answer,
+// an empty object if none came.
+inline nlohmann::json fleet_after_first_pass(httplib::Client& client) {
+  nlohmann::json fleet = nlohmann::json::object();
+  for (int i = 0; i < 600; ++i) {
+    if (auto res = client.Get("/v1/fleet"); res && res->status == 200) {
+      fleet = nlohmann::json::parse(res->body);
+      if (fleet.value("passes", 0) >= 1) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return fleet;
+}
 
 }  // namespace epochcast::testing

@@ -17,28 +17,9 @@ namespace {
 // The bar for a found period.
 constexpr double kPeriodTolerance = 0.05;
 
-class WatchFleet : public ::testing::Test {
+class WatchFleet : public SmallFleetSuite<> {
  protected:
-  static void SetUpTestSuite() {
-    fleet_ = new BackfilledFleet(make_small_fleet(), kSmallFleetSeconds, kSmallFleetSkewS);
-    service_ = new Service();
-  }
-  static void TearDownTestSuite() {
-    delete fleet_;
-    delete service_;
-  }
-  void SetUp() override {
-    if (!prometheus_available()) GTEST_SKIP() << "no prometheus binary";
-    ASSERT_TRUE(fleet_->ready()) << fleet_->why_not_ready();
-  }
-  static fleet::WatchRequest request() {
-    fleet::WatchRequest r;
-    r.url = fleet_->url();
-    r.lookback_s = kSmallFleetSeconds + 600;
-    r.settle_s = 0;
-    r.gpus = {"a100-80gb", "h100-sxm", "l4"};
-    return r;
-  }
+  static fleet::WatchRequest request() { return small_fleet_request(fleet_->url(), {"a100-80gb", "h100-sxm", "l4"}); }
   // A watcher whose clock stands at `at` (Unix s).
   static std::unique_ptr<fleet::Watcher> watcher(fleet::WatchRequest r, const double* at) {
     return std::make_unique<fleet::Watcher>(*service_, std::move(r), [at] { return *at; },
@@ -49,11 +30,7 @@ class WatchFleet : public ::testing::Test {
       if (g.uuid == uuid) return &g;
     return nullptr;
   }
-  static BackfilledFleet* fleet_;
-  static Service* service_;
 };
-BackfilledFleet* WatchFleet::fleet_ = nullptr;
-Service* WatchFleet::service_ = nullptr;
 
 TEST_F(WatchFleet, DiscoversEveryGpuAndSplitsJobs) {
   const double at = fleet_->end_unix_s() + 60;

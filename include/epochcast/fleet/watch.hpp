@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "epochcast/collect/promql_endpoint.hpp"
 #include "epochcast/service/service.hpp"
 
 namespace epochcast::fleet {
@@ -135,7 +136,7 @@ class Watcher {
 [[nodiscard]] std::string fleet_metrics_text(const FleetSnapshot& snapshot);
 // A duration for a request field: "60", "60s", "500ms", "5m", "24h", "1d". FieldError(field).
 [[nodiscard]] double parse_duration_s(std::string_view text, std::string_view field);
-// The URL with any user:password@ removed.
-[[nodiscard]] std::string strip_credentials(const std::string& url);
+// The URL with any user:password@ removed (collect's, shared with collect --prometheus).
+using epochcast::strip_credentials;
 
 }  // namespace epochcast::fleet

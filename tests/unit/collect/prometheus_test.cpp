@@ -320,6 +320,57 @@ TEST(Prometheus, SlowServerTimesOut) {
   release = true;
 }
 
+// user:password@ in the URL goes out as basic auth and never into a message or the trace's
+// source (a trace file and a report are shared; a password in them is leaked).
+TEST(Prometheus, CredentialsInTheUrlAreSentAndNeverShown) {
+  std::mutex mutex;
+  std::string authorization;
+  FakeApi api([&](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(mutex);
+      authorization = req.get_header_value("Authorization");
+    }
+    grid_answer(req, res);
+  });
+  const std::string host = api.url().substr(std::string("http://").size());
+  PrometheusQuery q = simple("http://reader:s%3Acret@" + host);
+  const Trace trace = fetch_prometheus_trace(q);
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(authorization, "Basic cmVhZGVyOnM6Y3JldA==");  // base64 of reader:s:cret
+  }
+  EXPECT_EQ(trace.source, api.url());
+  q.queries = {"no_such_metric"};
+  FakeApi empty([](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"success","data":{"resultType":"matrix","result":[]}})", "application/json");
+  });
+  q.url = "http://reader:s%3Acret@" + empty.url().substr(std::string("http://").size());
+  try {
+    (void)fetch_prometheus_trace(q);
+    FAIL() << "expected no series";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("cret"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(empty.url()), std::string::npos) << e.what();
+  }
+}
+
+// A proxy's HTML error page with terminal escapes: named by status, its bytes made printable.
+TEST(Prometheus, NonJsonErrorBodiesArePrintable) {
+  FakeApi api([](const httplib::Request&, httplib::Response& res) {
+    res.status = 502;
+    res.set_content("<html>\x1b[2J bad gateway</html>", "text/html");
+  });
+  try {
+    (void)fetch_prometheus_trace(simple(api.url()));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kRemote) << what;
+    EXPECT_NE(what.find("HTTP 502: <html>\\x1b[2J bad gateway"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\x1b'), std::string::npos) << what;
+  }
+}
+
 TEST(Prometheus, NoMatchingSeriesIsNotFound) {
   FakeApi api([](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"success","data":{"resultType":"matrix","result":[]}})", "application/json");

@@ -229,5 +229,77 @@ TEST(BadInput, ClockStepOfDaysIsMostlyGapsNotAHugeGrid) {
   expect_abstains(detect_epochs(t), "mostly gaps: 121 samples");
 }
 
+// Issue 23, "Bad input": each kind gives found:false with a reason that names what was wrong.
+
+// Every reading outside the metric table's physical limits (util 250 %, power 1e7 W, an SM
+// clock of -5 MHz): all counted as implausible, every channel dropped, no period.
+TEST(BadInput, AbsurdValuedTraceAbstainsNamingEachChannel) {
+  Trace t = uniform_trace(3000);
+  t.channel(Metric::kGpuUtil);
+  t.channel(Metric::kPower);
+  t.channel(Metric::kSmClock);
+  auto& u = t.find(Metric::kGpuUtil)->values;
+  auto& p = t.find(Metric::kPower)->values;
+  auto& c = t.find(Metric::kSmClock)->values;
+  for (std::size_t i = 0; i < 3000; ++i) {
+    u[i] = i % 50 < 45 ? 250 : 300;  // a "period" of 50 samples, all of it implausible
+    p[i] = i % 50 < 45 ? 1e7 : 2e7;
+    c[i] = -5;
+  }
+  const auto seg = detect_epochs(t);
+  expect_abstains(seg, "no usable channel");
+  for (const char* part : {"3000 implausible gpu_util_pct values ignored", "3000 implausible power_w values ignored",
+                           "3000 implausible sm_clock_mhz values ignored", "gpu_util_pct dropped: 100 % missing"})
+    EXPECT_NE(seg.reason.find(part), std::string::npos) << part << " / reason: " << seg.reason;
+}
+
+// NaN runs in a run without any boundary signature: the holes are gaps, not boundaries, and no
+// period is invented from their regular spacing (a 7-sample hole every 42 samples here).
+TEST(BadInput, NaNRunsWithoutASignatureInventNoPeriod) {
+  SyntheticSpec spec;
+  spec.epochs = 6;
+  spec.event_depth = 0;  // no validation pass, no checkpoint: nothing marks the boundaries
+  auto s = make_synthetic_trace(spec, 21);
+  ASSERT_FALSE(s.truth.has_signature);
+  for (auto& c : s.trace.channels)
+    for (std::size_t i = 0; i < c.values.size(); ++i)
+      if ((i / 7) % 6 == 0) c.values[i] = kNaN;
+  const auto seg = detect_epochs(s.trace);
+  EXPECT_FALSE(seg.found) << seg.reason;
+  EXPECT_LT(seg.confidence, 0.5);
+  EXPECT_TRUE(seg.epochs.empty());
+  EXPECT_FALSE(seg.reason.empty());
+}
+
+// A trace that is mostly one long NaN run: the channels more than half missing are dropped and
+// said, and what is left (a few hundred samples of one epoch) gives no period.
+TEST(BadInput, MostlyOneNaNRunDropsTheChannelsAndSaysSo) {
+  SyntheticSpec spec;
+  spec.epochs = 8;
+  auto s = make_synthetic_trace(spec, 22);
+  const std::size_t n = s.trace.size();
+  for (auto& c : s.trace.channels)
+    for (std::size_t i = n / 10; i < n; ++i) c.values[i] = kNaN;  // the last 90 % missing
+  const auto seg = detect_epochs(s.trace);
+  expect_abstains(seg, "no usable channel");
+  EXPECT_NE(seg.reason.find("gpu_util_pct dropped: 90 % missing"), std::string::npos) << seg.reason;
+}
+
+// Just under the 24-sample floor (grid.hpp kMinSamples) nothing is said; at it, the detector
+// runs (and, one epoch long, says why it has no period rather than refusing the trace).
+TEST(BadInput, FewerThanMinSamples) {
+  auto make = [](std::size_t n) {
+    Trace t = uniform_trace(n);
+    auto& u = t.channel(Metric::kGpuUtil).values;
+    for (std::size_t i = 0; i < n; ++i) u[i] = i % 8 < 6 ? 95 : 20;
+    return t;
+  };
+  expect_abstains(detect_epochs(make(23)), "too short: 23 samples (need at least 24)");
+  const auto at = detect_epochs(make(24));
+  EXPECT_FALSE(at.found);
+  EXPECT_EQ(at.reason.find("trace too short"), std::string::npos) << at.reason;
+  EXPECT_FALSE(at.reason.empty());
+}
+
 }  // namespace
 }  // namespace epochcast
