@@ -1,7 +1,6 @@
 #include "epochcast/model/scaling_prior.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -38,11 +37,6 @@ struct Obs {
   double log_time;  // -log(throughput)
 };
 
-// EXPERIMENT (not kept unless measured): EPOCHCAST_PRIOR_OVERLAP=1 fits overlap_exp too.
-const bool kFitOverlap = std::getenv("EPOCHCAST_PRIOR_OVERLAP") != nullptr;
-constexpr double kMaxOverlap = 8.0;
-std::size_t globals() { return kFitOverlap ? 4 : 3; }
-
 struct Problem {
   Precision precision;
   const GpuSpec* reference;
@@ -50,7 +44,7 @@ struct Problem {
   std::vector<Obs> obs;
   bool per_workload;
   double power_min_w = 0, power_max_w = 0;  // of the GPUs in obs
-  [[nodiscard]] std::size_t size() const { return globals() + 2 * (per_workload ? workloads.size() : 1); }
+  [[nodiscard]] std::size_t size() const { return 3 + 2 * (per_workload ? workloads.size() : 1); }
 };
 
 ScalingParams params_of(const Eigen::VectorXd& th) {
@@ -58,14 +52,13 @@ ScalingParams params_of(const Eigen::VectorXd& th) {
   p.compute_exp = std::clamp(th[0], 0.0, kMaxExponent);
   p.bandwidth_exp = std::clamp(th[1], 0.0, kMaxExponent);
   p.power_exp = std::clamp(th[2], 0.0, kMaxPowerExp);
-  if (kFitOverlap) p.overlap_exp = std::clamp(th[3], 1.0, kMaxOverlap);
   return p;
 }
 
 ScalingParams workload_params_of(const Problem& pr, const Eigen::VectorXd& th, std::size_t w, bool per_workload) {
   ScalingParams p = params_of(th);
   p.power_min_w = pr.power_min_w, p.power_max_w = pr.power_max_w;
-  const std::size_t k = globals() + 2 * (per_workload ? w : 0);
+  const std::size_t k = 3 + 2 * (per_workload ? w : 0);
   p.fixed_share = kMaxFixed * sigmoid(th[static_cast<Eigen::Index>(k + 1)]);
   p.memory_share = sigmoid(th[static_cast<Eigen::Index>(k)]) * (1.0 - p.fixed_share);
   return p;
@@ -93,8 +86,7 @@ Eigen::VectorXd residuals(const Problem& pr, const Eigen::VectorXd& th) {
 Eigen::VectorXd solve(const Problem& pr) {
   Eigen::VectorXd th = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(pr.size()));
   th[0] = 0.8, th[1] = 0.8, th[2] = 0.3;
-  if (kFitOverlap) th[3] = 1.5;
-  for (Eigen::Index k = static_cast<Eigen::Index>(globals()); k < th.size(); k += 2) th[k + 1] = -2.0;  // start mostly busy
+  for (Eigen::Index k = 3; k < th.size(); k += 2) th[k + 1] = -2.0;  // start mostly busy
   auto cost = [&](const Eigen::VectorXd& t) {
     const Eigen::VectorXd r = residuals(pr, t);
     double c = 0;
@@ -123,7 +115,6 @@ Eigen::VectorXd solve(const Problem& pr) {
       Eigen::VectorXd next = th + step;
       for (int k = 0; k < 2; ++k) next[k] = std::clamp(next[k], 0.0, kMaxExponent);
       next[2] = std::clamp(next[2], 0.0, kMaxPowerExp);
-      if (kFitOverlap) next[3] = std::clamp(next[3], 1.0, kMaxOverlap);
       const double c = cost(next);
       if (std::isfinite(c) && c < current) {
         const double gain = current - c;
@@ -166,9 +157,7 @@ double busy_level_log(const ScalingParams& p, double busy, const GpuSpec& source
   const double f = p.fixed_share, m = p.memory_share, c = std::max(0.0, 1.0 - f - m);
   // The fixed share is launch- and latency-bound work: it runs at the SM clock, not at a peak
   // (no fitted number; public leave-one-GPU-out fp16 14.3 -> 13.4 %, docs/model.md).
-  const double tm = m * std::pow(bandwidth, -p.bandwidth_exp), tc = c / compute_speedup;
-  if (p.overlap_exp == 1) return std::log(f / clock + tm + tc);
-  return std::log(f / clock + std::pow(std::pow(tm, p.overlap_exp) + std::pow(tc, p.overlap_exp), 1.0 / p.overlap_exp));
+  return std::log(f / clock + m * std::pow(bandwidth, -p.bandwidth_exp) + c / compute_speedup);
 }
 
 ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog, const std::string& exclude_gpu,

@@ -24,9 +24,6 @@ struct ScalingParams {
   double power_exp = 0;      // exponent of the power-limit ratio on the compute share
   double memory_share = 0.5; // memory-bound share of the busy time (scales with bandwidth)
   double fixed_share = 0;    // share of the busy time that scales with the SM clock only (launch- and latency-bound)
-  // How the memory- and compute-bound parts overlap: their times combine as a power mean,
-  // (tm^k + tc^k)^(1/k); 1 adds them (no overlap, what predict uses), larger k nears max(tm, tc).
-  double overlap_exp = 1;
   // Power limits are clamped to the range of the GPUs the exponent was fitted on (0: no clamp):
   // a fitted term is not extrapolated (a 70 W T4 is read as the table's lowest, 150 W).
   double power_min_w = 0, power_max_w = 0;
