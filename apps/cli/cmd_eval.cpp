@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "fit_flags.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
 
@@ -107,9 +108,8 @@ void print_store_evaluation(const StoreEvaluation& e, const std::string& store, 
 void add_eval_command(CLI::App& app) {
   struct Options {
     std::string data, test, catalog, protocol = "lomo", predictions, store, model;
-    std::uint64_t seed = 42;
-    bool json = false, progress = false, lenient = false, memory_features = false, allow_missing = false;
-    bool no_prior = false, no_gpu_folds = false, linear_ridge = false, format5_prior = false, no_shrink = false;
+    bool json = false, progress = false, lenient = false, allow_missing = false;
+    FitFlags fit;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("eval", "Cross-validate the stacked model (MAPE per learner and target GPU)");
@@ -121,23 +121,10 @@ void add_eval_command(CLI::App& app) {
                   "logo (leave one GPU type out), public (the scaling prior on the public throughput table, "
                   "leave one GPU type out)")
       ->check(CLI::IsMember({"kfold", "lomo", "logo", "public"}));
-  cmd->add_option("--seed", opt->seed, "random seed")->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--allow-missing", opt->allow_missing,
                 "evaluate on a dataset that lacks metric statistic columns (a warning names them) instead of refusing it");
-  cmd->add_flag("--memory-features", opt->memory_features, "also use memory used/free/total");
-  cmd->add_flag("--no-prior", opt->no_prior,
-                "learners fit log(target/source) itself, not the correction to the Amdahl prior");
-  cmd->add_flag("--format5-prior", opt->format5_prior,
-                "model format 5's parameter-free prior (amdahl.memory_clock_split) in place of the scaling prior "
-                "calibrated on the public throughput table");
-  cmd->add_flag("--no-shrink", opt->no_shrink,
-                "trust the learned correction on GPUs outside the training GPUs' specs (no shrinking toward the prior)");
-  cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
-                "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
-  cmd->add_flag("--linear-ridge", opt->linear_ridge,
-                "the stack of model format 3: linear ridge in place of kernel ridge, one set of meta weights, "
-                "XGBoost 150 rounds at eta 0.1 (docs/model.md)");
+  add_fit_parameter_flags(*cmd, opt->fit);  // --seed, --no-prior, --xgb-rounds, ... (docs/parameters.md)
   cmd->add_option("--predictions", opt->predictions,
                   "write every held-out pair's predictions (log ratio of target to source: stack and each "
                   "learner) to this CSV");
@@ -189,13 +176,7 @@ void add_eval_command(CLI::App& app) {
     request.fit.catalog_path = opt->catalog;
     request.fit.lenient = opt->lenient;
     request.fit.allow_missing = opt->allow_missing;
-    request.fit.seed = opt->seed;
-    request.fit.memory_features = opt->memory_features;
-    request.fit.residual_over_prior = !opt->no_prior;
-    request.fit.gpu_folds = !opt->no_gpu_folds;
-    request.fit.linear_ridge = opt->linear_ridge;
-    request.fit.calibrated_prior = !opt->format5_prior;
-    request.fit.shrink = !opt->no_shrink;
+    request.fit.parameters = fit_parameters_given(opt->fit);
     request.protocol = opt->protocol;
     request.test_path = opt->test;
     ServiceConfig config;

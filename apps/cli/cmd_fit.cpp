@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "fit_flags.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/service/service.hpp"
 
@@ -51,35 +52,20 @@ nlohmann::json scaling_prior_json(const StackedModel& m) {
 void add_fit_command(CLI::App& app) {
   struct Options {
     std::string data, catalog, output, store;
-    std::uint64_t seed = 42;
-    bool progress = false, json = false, lenient = false, memory_features = false, allow_missing = false;
-    bool no_prior = false, no_gpu_folds = false, linear_ridge = false, format5_prior = false, no_shrink = false;
+    bool progress = false, json = false, lenient = false, allow_missing = false;
+    FitFlags fit;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("fit", "Fit the stacked model on a dataset and save it");
   cmd->add_option("--data", opt->data, "dataset CSV (default: the bundled dataset)");
   cmd->add_option("--catalog", opt->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
   cmd->add_option("-o,--output", opt->output, "model file to write")->required();
-  cmd->add_option("--seed", opt->seed, "random seed (the fit is deterministic given it)")
-      ->check(kNotNegative);
   cmd->add_flag("--lenient", opt->lenient, "skip malformed dataset rows (counted) instead of failing");
   cmd->add_flag("--allow-missing", opt->allow_missing,
                 "fit a dataset that lacks metric statistic columns (those features missing for every run; a warning "
                 "names them) instead of refusing it");
-  cmd->add_flag("--memory-features", opt->memory_features,
-                "also use memory used/free/total (framework-dependent; off by default)");
-  cmd->add_flag("--no-prior", opt->no_prior,
-                "learners fit log(target/source) itself, not the correction to the Amdahl prior");
-  cmd->add_flag("--format5-prior", opt->format5_prior,
-                "model format 5's parameter-free prior (amdahl.memory_clock_split) in place of the scaling prior "
-                "calibrated on the public throughput table");
-  cmd->add_flag("--no-shrink", opt->no_shrink,
-                "trust the learned correction on GPUs outside the training GPUs' specs (no shrinking toward the prior)");
-  cmd->add_flag("--no-gpu-folds", opt->no_gpu_folds,
-                "fit the stack weights on model-grouped folds only (no GPU-held-out folds, no unseen-GPU interval)");
-  cmd->add_flag("--linear-ridge", opt->linear_ridge,
-                "the stack of model format 3: linear ridge in place of kernel ridge, one set of meta weights, "
-                "XGBoost 150 rounds at eta 0.1 (docs/model.md)");
+  add_fit_parameter_flags(*cmd, opt->fit);  // --seed, --no-prior, --xgb-rounds, ... (docs/parameters.md)
+  add_help_parameters_flag(*cmd);
   cmd->add_flag("--progress", opt->progress, "show progress even when stderr is not a terminal");
   cmd->add_flag("--json", opt->json, "print a JSON summary");
   cmd->add_option("--store", opt->store,
@@ -91,14 +77,8 @@ void add_fit_command(CLI::App& app) {
     request.catalog_path = opt->catalog;
     request.lenient = opt->lenient;
     request.allow_missing = opt->allow_missing;
-    request.seed = opt->seed;
-    request.memory_features = opt->memory_features;
-    request.residual_over_prior = !opt->no_prior;
-    request.gpu_folds = !opt->no_gpu_folds;
-    request.linear_ridge = opt->linear_ridge;
     request.store_path = opt->store;
-    request.calibrated_prior = !opt->format5_prior;
-    request.shrink = !opt->no_shrink;
+    request.parameters = fit_parameters_given(opt->fit);
     ServiceConfig config;
     config.progress = terminal_progress(opt->progress || isatty(STDERR_FILENO));
     const FitResult fitted = Service(config).fit(request, opt->output);
@@ -148,7 +128,7 @@ void add_fit_command(CLI::App& app) {
                  ds.diagnostics.first_impossible);
     fmt::print("pairs     {}\nGPUs      ", model.training_pairs());
     for (const auto& g : model.source_gpus_in_training()) fmt::print("{} ", g);
-    fmt::print("\nfit       {:.2f} s, seed {}\nstack     ", seconds, opt->seed);
+    fmt::print("\nfit       {:.2f} s, seed {}\nstack     ", seconds, model.options().seed);
     for (std::size_t i = 0; i < names.size(); ++i) fmt::print("{}={:.3f} ", names[i], model.meta_weights()[i]);
     fmt::print("\n          a GPU not in training: ");
     for (std::size_t i = 0; i < names.size(); ++i) fmt::print("{}={:.3f} ", names[i], model.meta_weights_unseen_gpu()[i]);

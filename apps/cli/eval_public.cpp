@@ -29,6 +29,11 @@ void run_public_eval(const std::string& catalog_path, bool json) {
       cells.push_back({{"gpu", c.gpu}, {"precision", c.family}, {"ratios", c.ratios}, {"median_error_pct", c.median_pct},
                        {"mean_error_pct", c.mean_pct}, {"interval_coverage_pct", c.coverage_pct}});
     j["cells"] = cells;
+    nlohmann::json workloads = nlohmann::json::array();
+    for (const auto& c : r.workload_cells)
+      workloads.push_back({{"workload", c.workload}, {"precision", c.family}, {"ratios", c.ratios},
+                           {"median_error_pct", c.median_pct}, {"mean_error_pct", c.mean_pct}});
+    j["leave_one_workload_out"] = {{"cells", workloads}, {"median_error_pct", r.lowo_median_pct}};
     j["overall_median_error_pct"] = r.overall_median_pct;
     j["interval_coverage_pct"] = r.overall_coverage_pct;
     for (auto [name, p] : {std::pair{"fp16", all.mixed}, std::pair{"tf32", all.fp32_code}})
@@ -53,6 +58,13 @@ void run_public_eval(const std::string& catalog_path, bool json) {
     for (const auto& p : kPublicEvalPriors) fmt::print(" {} {:.1f} %", p, m.at(p));
     fmt::print("; 90 % interval coverage {:.1f} %\n", r.overall_coverage_pct.at(family));
   }
+  fmt::print("\nleave one workload out (calibrated, fitted without the workload on every GPU; each GPU pair once)\n");
+  fmt::print("{:<18} {:<5} {:>6}  {:>10}\n", "held-out workload", "prec", "ratios", "med/mean%");
+  for (const auto& c : r.workload_cells)
+    fmt::print("{:<18} {:<5} {:>6}  {:>4.1f}/{:>5.1f}\n", c.workload, c.family, c.ratios, c.median_pct, c.mean_pct);
+  for (const auto& [family, m] : r.lowo_median_pct)
+    fmt::print("all                {:<5} median: calibrated {:.1f} % (leave one GPU out: {:.1f} %)\n", family, m,
+               r.overall_median_pct.at(family).at("calibrated"));
   for (auto [name, p] : {std::pair{"fp16", all.mixed}, std::pair{"tf32", all.fp32_code}})
     fmt::print("fitted on all GPUs, {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}, fixed_share {:.3f}\n",
                name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, p.fixed_share);

@@ -9,7 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "epochcast/model/stacked_model.hpp"
 
 namespace epochcast {
 
@@ -70,12 +73,14 @@ class Learner {
   [[nodiscard]] virtual std::size_t columns_read() const = 0;
 };
 
+// The learners' settings. Those FitOptions also has start at FitOptions' defaults (the one home
+// of the defaults, fit_parameters.hpp; test LearnerConfig.DefaultsAreFitOptions').
 struct LearnerConfig {
-  int xgb_rounds = 300, xgb_max_depth = 4, threads = 2;
-  double xgb_eta = 0.05;
-  int trees = 150, tree_min_leaf = 2;
-  double tree_max_features = 0.5;  // share of features tried per split
-  int knn_k = 7;
+  int xgb_rounds = FitOptions{}.xgb_rounds, xgb_max_depth = FitOptions{}.xgb_max_depth, threads = FitOptions{}.threads;
+  double xgb_eta = FitOptions{}.xgb_eta;
+  int trees = FitOptions{}.trees, tree_min_leaf = FitOptions{}.tree_min_leaf;
+  double tree_max_features = FitOptions{}.tree_max_features;  // share of features tried per split
+  int knn_k = FitOptions{}.knn_k;
   std::vector<std::size_t> knn_columns;  // the columns kNN measures distance on (empty: all)
   // Prepare fast single-row prediction after fit (XGBoost's flat tree copy). Out-of-fold
   // learners only predict batches and skip it.
@@ -123,9 +128,23 @@ struct KernelChoice {
                                              std::span<const std::uint32_t> groups,
                                              const LearnerConfig& config, std::uint64_t seed);
 
-// The stack's learners in config.learners' order; names: xgboost, ridge, knn, extra_trees,
-// kernel_ridge.
-[[nodiscard]] std::vector<std::unique_ptr<Learner>> make_learners(const LearnerConfig& config);
+// ---- The learner registry (learner_registry.cpp): name → factory, used by the fit (config.learners)
+// and by the model file (each learner's "name"). One file per learner: <name>_learner.cpp. ----
+struct LearnerEntry {
+  std::string_view name;
+  std::string_view summary;  // one line for docs/parameters.md and errors
+  std::unique_ptr<Learner> (*make)(const LearnerConfig&);
+};
+[[nodiscard]] std::span<const LearnerEntry> learner_registry();
+// Throws Error(kParse) naming the known learners for a name not in the registry (a model file's).
 [[nodiscard]] std::unique_ptr<Learner> make_learner(const std::string& name, const LearnerConfig& config);
+// The stack's learners in config.learners' order.
+[[nodiscard]] std::vector<std::unique_ptr<Learner>> make_learners(const LearnerConfig& config);
+
+std::unique_ptr<Learner> make_xgboost_learner(const LearnerConfig& config);
+std::unique_ptr<Learner> make_ridge_learner(const LearnerConfig& config);
+std::unique_ptr<Learner> make_knn_learner(const LearnerConfig& config);
+std::unique_ptr<Learner> make_extra_trees_learner(const LearnerConfig& config);
+std::unique_ptr<Learner> make_kernel_ridge_learner(const LearnerConfig& config);
 
 }  // namespace epochcast

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 
 #include "epochcast/model/scaling_prior.hpp"
@@ -44,7 +45,7 @@ double PublicEvalReport::interval_q_log(PrecisionClass c) const {
   return quantile(a, kIntervalLevel);
 }
 
-PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& catalog) {
+PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& catalog, bool workloads_too) {
   PublicEvalReport rep;
   rep.table = table.source;
   const auto means = table.mean_throughput();
@@ -114,6 +115,38 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
     rep.overall_coverage_pct[family] = 100.0 * static_cast<double>(c.first) / static_cast<double>(c.second);
   for (const auto& [family, by_prior] : all_errors)
     for (const auto& [prior, e] : by_prior) rep.overall_median_pct[family][prior] = median(e);
+  // Leave one workload out: the family's shares and exponents from the other workloads.
+  std::set<std::string> workloads;
+  if (workloads_too)
+    for (const auto& [key, thr] : means) workloads.insert(std::get<2>(key));
+  std::map<std::string, std::vector<double>> lowo_errors;  // family -> %
+  for (const std::string& held : workloads) {
+    const ScalingFit f = fit_scaling_prior(table, catalog, {}, false, held);
+    for (PrecisionClass cls : {PrecisionClass::kMixed, PrecisionClass::kFp32Code}) {
+      const ScalingParams& p = f.prior.params(cls);
+      PublicWorkloadCell cell{held, family_name(cls), 0, 0, 0};
+      std::vector<double> errs;
+      for (const auto& [key, thr_a] : means) {
+        const auto& [ga, precision, workload] = key;
+        if (workload != held || precision_class(precision) != cls) continue;
+        for (const auto& [key2, thr_b] : means) {
+          const auto& [gb, precision2, workload2] = key2;
+          if (workload2 != held || precision2 != precision || !(ga < gb)) continue;
+          const double truth = std::log(thr_b / thr_a);  // time on a / time on b
+          const double pred = busy_level_log(p, 1.0, *reference, *catalog.find(ga), precision) -
+                              busy_level_log(p, 1.0, *reference, *catalog.find(gb), precision);
+          errs.push_back(100.0 * std::abs(std::exp(pred - truth) - 1.0));
+        }
+      }
+      if (errs.empty()) continue;
+      cell.ratios = errs.size();
+      cell.median_pct = median(errs);
+      cell.mean_pct = mean(errs);
+      lowo_errors[cell.family].insert(lowo_errors[cell.family].end(), errs.begin(), errs.end());
+      rep.workload_cells.push_back(std::move(cell));
+    }
+  }
+  for (const auto& [family, e] : lowo_errors) rep.lowo_median_pct[family] = median(e);
   return rep;
 }
 

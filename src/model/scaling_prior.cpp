@@ -161,7 +161,7 @@ double busy_level_log(const ScalingParams& p, double busy, const GpuSpec& source
 }
 
 ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog, const std::string& exclude_gpu,
-                             bool per_workload_position) {
+                             bool per_workload_position, const std::string& exclude_workload) {
   const GpuSpec* reference = catalog.find(kReferenceGpu);
   if (!reference)
     throw Error(ErrorCode::kNotFound, std::string("the GPU catalog lacks the scaling prior's reference GPU ") +
@@ -174,7 +174,7 @@ ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog
                per_workload_position};
     for (const auto& [key, thr] : means) {
       const auto& [gpu, precision, workload] = key;
-      if (precision_class(precision) != cls || gpu == exclude_gpu) continue;
+      if (precision_class(precision) != cls || gpu == exclude_gpu || workload == exclude_workload) continue;
       pr.precision = precision;
       auto it = std::find(pr.workloads.begin(), pr.workloads.end(), workload);
       if (it == pr.workloads.end()) it = pr.workloads.insert(pr.workloads.end(), workload);
@@ -209,7 +209,7 @@ const ScalingPrior& calibrated_scaling_prior() {
     const PublicTable table =
         load_public_throughput(default_public_throughput_path(), default_public_names_path(), catalog);
     ScalingPrior p = fit_scaling_prior(table, catalog, {}, false).prior;
-    const PublicEvalReport logo = evaluate_public(table, catalog);
+    const PublicEvalReport logo = evaluate_public(table, catalog, false);
     p.fp32_code.interval_q_log = logo.interval_q_log(PrecisionClass::kFp32Code);
     p.mixed.interval_q_log = logo.interval_q_log(PrecisionClass::kMixed);
     return p;

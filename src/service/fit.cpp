@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "epochcast/core/error.hpp"
+#include "epochcast/model/fit_parameters.hpp"
 #include "epochcast/service/service.hpp"
 #include "service_impl.hpp"
 #include "epochcast/store/job_store.hpp"
@@ -22,19 +23,11 @@ namespace epochcast {
 
 namespace {
 
+// The request's parameters over the defaults, in order (validate() has checked each).
 FitOptions to_fit_options(const FitRequest& r) {
   FitOptions o;
-  o.seed = r.seed;
-  o.include_memory_features = r.memory_features;
-  o.residual_over_prior = r.residual_over_prior;
-  o.meta_gpu_folds = r.gpu_folds;
-  o.calibrated_prior = r.calibrated_prior;
-  if (!r.shrink) o.shrink_span_log = 0;
-  if (r.linear_ridge) {  // the format-3 stack (docs/model.md)
-    o.kernel_ridge = false;
-    o.xgb_rounds = 150;
-    o.xgb_eta = 0.1;
-  }
+  for (const auto& [name, value] : r.parameters)
+    if (const FitParameter* p = find_fit_parameter(name); p != nullptr) (void)p->set(o, value);
   return o;
 }
 

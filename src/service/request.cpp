@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "epochcast/model/evaluate.hpp"
+#include "epochcast/model/fit_parameters.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast {
@@ -77,7 +78,18 @@ void PredictRequest::validate() const {
     throw FieldError("precision", fmt::format("'{}' is not one of {}", precision, kPrecisionChoices));
 }
 
-void FitRequest::validate() const {}
+void FitRequest::validate() const {
+  FitOptions scratch;
+  for (const auto& [name, value] : parameters) {
+    const FitParameter* p = find_fit_parameter(name);
+    if (p == nullptr) {
+      std::string known;
+      for (const auto& q : fit_parameters()) known += (known.empty() ? "" : ", ") + std::string(q.name);
+      throw FieldError("parameters", fmt::format("'{}' is not a fit parameter (one of {})", name, known));
+    }
+    if (std::string why = p->set(scratch, value); !why.empty()) throw FieldError("parameters." + name, why);
+  }
+}
 
 void EvaluateRequest::validate() const {
   fit.validate();

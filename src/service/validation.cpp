@@ -48,22 +48,14 @@ ProtocolScores parse_scores(const nlohmann::json& j, const std::string& path, st
 
 // The fit options the figures were measured with must be the model's (those both sides know).
 std::string options_mismatch(const nlohmann::json& stored, const FitOptions& o) {
-  const std::pair<const char*, double> fields[] = {
-      {"seed", static_cast<double>(o.seed)}, {"folds", static_cast<double>(o.folds)},
-      {"group_folds_by_model", o.group_folds_by_model ? 1.0 : 0.0},
-      {"include_memory_features", o.include_memory_features ? 1.0 : 0.0},
-      {"interval_level", o.interval_level}, {"xgb_rounds", static_cast<double>(o.xgb_rounds)},
-      {"xgb_max_depth", static_cast<double>(o.xgb_max_depth)}, {"xgb_eta", o.xgb_eta},
-      {"trees", static_cast<double>(o.trees)}, {"tree_min_leaf", static_cast<double>(o.tree_min_leaf)},
-      {"tree_max_features", o.tree_max_features}, {"knn_k", static_cast<double>(o.knn_k)},
-      {"residual_over_prior", o.residual_over_prior ? 1.0 : 0.0},
-      {"meta_gpu_folds", o.meta_gpu_folds ? 1.0 : 0.0}, {"kernel_ridge", o.kernel_ridge ? 1.0 : 0.0}};
-  for (const auto& [key, value] : fields) {
-    if (!stored.contains(key)) continue;
+  for (const FitParameter& p : fit_parameters()) {
+    const std::string key(p.name);
+    if (!p.changes_model || !stored.contains(key)) continue;
     const nlohmann::json& v = stored[key];
-    const double s = v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.is_number() ? v.get<double>() : NAN;
-    if (!(std::abs(s - value) <= 1e-9 * std::max(1.0, std::abs(value))))
-      return fmt::format("option {} = {} there, {} in this model", key, v.dump(), value);
+    FitOptions theirs = o;
+    if (!p.set(theirs, v.is_boolean() ? (v.get<bool>() ? "true" : "false") : v.dump()).empty() ||
+        p.value_text(theirs) != p.value_text(o))
+      return fmt::format("option {} = {} there, {} in this model", key, v.dump(), p.value_text(o));
   }
   return {};
 }

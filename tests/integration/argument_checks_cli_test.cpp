@@ -89,6 +89,8 @@ TEST(ArgumentChecksCli, NegativeOrNonsenseNumbersAreRefusedNotIgnored) {
       // CLI11 wrapped -1 to 18446744073709551615 and fitted with it.
       {"fit -o /tmp/never.json --seed -1", "--seed: must not be negative, got -1"},
       {"eval --seed -1", "--seed: must not be negative, got -1"},
+      // An unknown precision word lists the choices (issue 18, Bad input).
+      {"predict " + kResnet + " --precision fp64", "--precision 'fp64' is not one of auto, fp32, tf32, fp16, bf16"},
       // -5 was read as "no --gpu": the busiest GPU was used without a word.
       {"info " + kResnet + " --gpu -5", "--gpu: must not be negative, got -5"},
       // These read as "no period found" (exit 0, found false) or were ignored.

@@ -29,9 +29,20 @@ struct PublicEvalCell {
   double coverage_pct = 0;     // calibrated (predict's): share inside its 90 % interval (q from the other GPUs)
 };
 
+// Leave one workload out: the calibrated family fitted without the workload (all GPUs) predicts
+// its time ratio between every two GPUs. The job-side check beside leave one GPU out.
+struct PublicWorkloadCell {
+  std::string workload;
+  std::string family;
+  std::size_t ratios = 0;  // GPU pairs, each once
+  double median_pct = 0, mean_pct = 0;
+};
+
 struct PublicEvalReport {
   std::string table;
   std::vector<PublicEvalCell> cells;  // by GPU, then family
+  std::vector<PublicWorkloadCell> workload_cells;  // by workload, then family
+  std::map<std::string, double> lowo_median_pct;   // family -> calibrated, leave one workload out
   // Every held-out ratio's log error of the calibrated prior, per family.
   std::map<std::string, std::vector<double>> calibrated_log_errors;
   std::map<std::string, std::map<std::string, double>> overall_median_pct;  // family -> prior -> median
@@ -40,6 +51,9 @@ struct PublicEvalReport {
   [[nodiscard]] double interval_q_log(PrecisionClass c) const;
 };
 
-[[nodiscard]] PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& catalog);
+// workloads_too: also leave one workload out (workload_cells, lowo_median_pct); the interval
+// calibration (calibrated_scaling_prior) needs only the GPU side.
+[[nodiscard]] PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& catalog,
+                                               bool workloads_too = true);
 
 }  // namespace epochcast

@@ -66,9 +66,12 @@ struct ScalingFit {
   std::map<std::pair<PrecisionClass, std::string>, ScalingParams> workload_params;
   std::size_t rows_used = 0;
 };
+// exclude_workload: fit without that workload too (leave one workload out: does the family
+// hold for a job it never saw?).
 [[nodiscard]] ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog,
                                            const std::string& exclude_gpu = {},
-                                           bool per_workload_position = false);
+                                           bool per_workload_position = false,
+                                           const std::string& exclude_workload = {});
 
 // The prior `fit` uses: fitted on the bundled public table with the bundled catalog (the table's
 // GPU ids are its ids), each family's interval from its leave-one-GPU-out errors

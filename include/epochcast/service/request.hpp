@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "epochcast/core/error.hpp"
@@ -103,17 +104,13 @@ struct FitRequest {
   // Fit a dataset that lacks some metric statistic columns (those features missing for every
   // run), with a warning naming them; without it such a dataset is refused, naming them.
   bool allow_missing = false;
-  std::uint64_t seed = 42;
-  bool memory_features = false;  // also memory used/free/total
-  bool residual_over_prior = true;
-  bool gpu_folds = true;      // meta weights also on GPU-held-out folds
-  bool linear_ridge = false;  // the format-3 stack (linear ridge, one weight set, XGBoost 150 × 0.1)
   // Job store whose measured pairs join the training pairs (docs/store.md); "": none.
   std::string store_path;
-  // The scaling prior calibrated on the public throughput table (false: format 5's prior).
-  bool calibrated_prior = true;
-  // Shrink the learned correction toward the prior off the training GPUs' specs.
-  bool shrink = true;
+  // Fit settings by name over the defaults, applied in order (the table fit_parameters():
+  // docs/parameters.md; "seed" → "7", "kernel_ridge" → "false"). A front end's preset
+  // (`--linear-ridge`) adds the pairs it stands for first. validate(): FieldError
+  // "parameters.<name>" for a value out of range, "parameters" for a name not in the table.
+  std::vector<std::pair<std::string, std::string>> parameters;
 
   void validate() const;
 };

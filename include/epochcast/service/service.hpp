@@ -15,6 +15,7 @@
 #include "epochcast/epoch/segmentation.hpp"
 #include "epochcast/model/dataset.hpp"
 #include "epochcast/model/evaluate.hpp"
+#include "epochcast/model/fit_parameters.hpp"
 #include "epochcast/model/public_eval.hpp"
 #include "epochcast/model/scaling_prior.hpp"
 #include "epochcast/store/store_eval.hpp"

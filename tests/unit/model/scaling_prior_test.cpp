@@ -72,6 +72,31 @@ TEST(GpuCatalogPrecision, TensorBelowFp32IsRefusedWithLineColumnAndField) {
   }
 }
 
+// A missing figure (an empty cell) is refused like a wrong one, naming line, column and field;
+// an empty optional precision cell too (absent columns read as unknown, empty cells do not).
+TEST(GpuCatalogPrecision, EmptyFiguresAreRefusedWithLineColumnAndField) {
+  const std::string ok = "x,X,X,,Ampere,8.0,108,64,1410,19.5,312,156,312,0,9.7,40,HBM2,1555,40,400,SXM4,src\n";
+  EXPECT_NO_THROW((void)load_gpu_catalog_from_string(header() + ok, "ok.csv"));
+  const std::pair<const char*, const char*> rows[] = {
+      {"fp32_tflops", "y,Y,Y,,Ampere,8.0,108,64,1410,,312,156,312,0,9.7,40,HBM2,1555,40,400,SXM4,src\n"},
+      {"memory_bandwidth_gbs", "y,Y,Y,,Ampere,8.0,108,64,1410,19.5,312,156,312,0,9.7,40,HBM2, ,40,400,SXM4,src\n"},
+      {"tensor_tf32_tflops", "y,Y,Y,,Ampere,8.0,108,64,1410,19.5,312,,312,0,9.7,40,HBM2,1555,40,400,SXM4,src\n"},
+      {"tdp_w", "y,Y,Y,,Ampere,8.0,108,64,1410,19.5,312,156,312,0,9.7,40,HBM2,1555,40,-400,SXM4,src\n"},
+  };
+  for (const auto& [field, row] : rows) {
+    try {
+      (void)load_gpu_catalog_from_string(header() + ok + row, "gaps.csv");
+      ADD_FAILURE() << field << ": an empty or negative figure must be refused";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << field;
+      EXPECT_EQ(e.where().file, "gaps.csv") << field;
+      EXPECT_EQ(e.where().line, 3u) << field;
+      EXPECT_EQ(e.where().field, field) << e.what();
+      EXPECT_GT(e.where().column, 0u) << field;
+    }
+  }
+}
+
 TEST(GpuCatalogPrecision, OlderCatalogWithoutPrecisionColumnsLoadsAsUnknown) {
   const std::string old =
       "id,name,smi_names,dataset_labels,architecture,compute_capability,sm_count,fp32_cores_per_sm,"

@@ -39,6 +39,14 @@ TEST(PredictRequest, DefaultsPassAndEachBadFieldIsNamed) {
   r = {};
   r.min_detection_confidence = 1.5;
   EXPECT_EQ(refused_field([&] { r.validate(); }), "min_detection_confidence");
+  r = {};
+  r.precision = "fp64";  // an unknown precision word lists the choices
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "precision");
+  try {
+    r.validate();
+  } catch (const FieldError& e) {
+    EXPECT_THAT(e.problem(), HasSubstr("auto, fp32, tf32, fp16, bf16"));
+  }
 }
 
 TEST(DetectRequest, BoundsAndConfidenceAreChecked) {
@@ -87,6 +95,31 @@ TEST(EvaluateRequest, ProtocolIsChecked) {
   EXPECT_EQ(refused_field([&] { e.validate(); }), "protocol");
   e.test_path = "test.csv";  // a test file needs no protocol
   EXPECT_EQ(refused_field([&] { e.validate(); }), "");
+}
+
+// Fit settings are checked against the one table (fit_parameters()), named by parameter.
+TEST(FitRequest, ParametersAreCheckedByName) {
+  FitRequest r;
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "");
+  r.parameters = {{"xgb_rounds", "80"}, {"kernel_ridge", "false"}, {"xgb_eta", "0.1"}, {"seed", "18446744073709551615"}};
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "");
+  r.parameters = {{"xgb_rounds", "0"}};
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "parameters.xgb_rounds");
+  r.parameters = {{"trees", "1.5"}};
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "parameters.trees");
+  r.parameters = {{"xgb_eta", "nan"}};
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "parameters.xgb_eta");
+  r.parameters = {{"seed", "-1"}};
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "parameters.seed");
+  r.parameters = {{"kernel_ridge", "maybe"}};
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "parameters.kernel_ridge");
+  r.parameters = {{"rounds", "5"}};
+  EXPECT_EQ(refused_field([&] { r.validate(); }), "parameters");
+  try {
+    r.validate();
+  } catch (const FieldError& e) {
+    EXPECT_THAT(e.problem(), HasSubstr("xgb_rounds"));  // the choices are listed
+  }
 }
 
 // The one GPU-list reader of `predict --gpus` and the server's `gpus=` parameter.
