@@ -8,27 +8,14 @@
 #include <filesystem>
 #include <string>
 
-#include "../integration/cli_run.hpp"
+#include "../integration/deb_package.hpp"
 
 namespace epochcast {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::run_command;
-
-const std::string kBuild = EPOCHCAST_BINARY_DIR;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "epochcast-bookworm-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = testing::InstallTempDir;
 
 // The .deb in a fresh Debian 12 root made by debootstrap: its Depends are fetched into the root,
 // then it is installed and predicts with no network (scripts/check-deb-bookworm.sh). Needs root,
@@ -38,13 +25,9 @@ TEST(Install, DebianPackageInstallsAndRunsInAFreshBookwormRoot) {
   if (run_command("command -v debootstrap >/dev/null && command -v dpkg-shlibdeps >/dev/null").status != 0)
     GTEST_SKIP() << "debootstrap / dpkg-dev not installed (scripts/install-deps.sh installs them)";
   TempDir tmp;
-  const auto pack = run_command("cd " + tmp.path.string() + " && cpack -G DEB --config " + kBuild +
-                                "/CPackConfig.cmake -B " + tmp.path.string() + " 2>&1");
-  ASSERT_EQ(pack.status, 0) << pack.out;
-  fs::path deb;
-  for (const auto& e : fs::directory_iterator(tmp.path))
-    if (e.path().extension() == ".deb") deb = e.path();
-  ASSERT_FALSE(deb.empty()) << pack.out;
+  std::string pack_log;
+  const fs::path deb = testing::pack_deb(tmp.path, pack_log);
+  ASSERT_FALSE(deb.empty()) << pack_log;
   const auto check = run_command(std::string(EPOCHCAST_SOURCE_DIR) + "/scripts/check-deb-bookworm.sh " + deb.string() + " " +
                                  (tmp.path / "root").string() + " 2>&1");
   ASSERT_EQ(check.status, 0) << check.out;

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cli_run.hpp"
+#include "deb_package.hpp"
 
 namespace epochcast {
 namespace {
@@ -17,17 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_command;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "epochcast-install-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = testing::InstallTempDir;
 
 const std::string kBuild = EPOCHCAST_BINARY_DIR;
 const std::string kTrace = std::string(EPOCHCAST_TEST_DATA) + "/h200/vgg16_224_bs32_fp32.smi.csv";
@@ -95,13 +85,9 @@ TEST(Install, DebianPackageHoldsTheProgramDataAndDependencies) {
   if (run_command("command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null").status != 0)
     GTEST_SKIP() << "dpkg-deb / dpkg-shlibdeps (dpkg-dev) not installed";
   TempDir tmp;
-  const auto pack = run_command("cd " + tmp.path.string() + " && cpack -G DEB --config " + kBuild +
-                                "/CPackConfig.cmake -B " + tmp.path.string() + " 2>&1");
-  ASSERT_EQ(pack.status, 0) << pack.out;
-  fs::path deb;
-  for (const auto& e : fs::directory_iterator(tmp.path))
-    if (e.path().extension() == ".deb") deb = e.path();
-  ASSERT_FALSE(deb.empty()) << pack.out;
+  std::string pack_log;
+  const fs::path deb = testing::pack_deb(tmp.path, pack_log);
+  ASSERT_FALSE(deb.empty()) << pack_log;
   const auto info = run_command("dpkg-deb -f " + deb.string() + " Package Version Depends");
   EXPECT_NE(info.out.find("Package: epochcast"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("libxgboost"), std::string::npos) << info.out;  // from dpkg-shlibdeps
