@@ -54,7 +54,8 @@ std::pair<double, double> line_fit(std::span<const double> y) {
   return {my - b * mx, b};
 }
 
-// Linear interpolation over NaN runs (ends: nearest value); false when all are NaN.
+}  // namespace
+
 bool fill_linear(std::vector<double>& v) {
   std::size_t first = v.size();
   for (std::size_t i = 0; i < v.size(); ++i)
@@ -71,8 +72,6 @@ bool fill_linear(std::vector<double>& v) {
   for (std::size_t i = last + 1; i < v.size(); ++i) v[i] = v[last];
   return true;
 }
-
-}  // namespace
 
 void phase_randomise(const std::vector<std::span<const double>>& series, std::uint64_t seed,
                      std::vector<std::vector<double>>& out, bool amplitude_adjust) {

@@ -1,5 +1,7 @@
 #include "eval/null_copies.hpp"
 
+#include "epochcast/epoch/nulls.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -52,26 +54,6 @@ Trace splice(const Trace& t, std::size_t begin, std::size_t end, const std::vect
   return out;
 }
 
-// Linear interpolation over NaN runs (ends: nearest value); false when all are NaN.
-bool fill_linear(std::vector<double>& v) {
-  std::size_t first = v.size();
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (std::isfinite(v[i])) {
-      first = i;
-      break;
-    }
-  if (first == v.size()) return false;
-  for (std::size_t i = 0; i < first; ++i) v[i] = v[first];
-  std::size_t last = first;
-  for (std::size_t i = first + 1; i < v.size(); ++i) {
-    if (!std::isfinite(v[i])) continue;
-    for (std::size_t k = last + 1; k < i; ++k)
-      v[k] = v[last] + (v[i] - v[last]) * static_cast<double>(k - last) / static_cast<double>(i - last);
-    last = i;
-  }
-  for (std::size_t i = last + 1; i < v.size(); ++i) v[i] = v[last];
-  return true;
-}
 
 // out[i] = the value of `sorted` at the rank of key[i] among `key` (rank scaled to sorted's size):
 // the copy takes the original's readings, reading steps included.

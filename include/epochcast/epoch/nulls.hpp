@@ -25,6 +25,10 @@ void phase_randomise(std::vector<std::vector<double>>& series, std::uint64_t see
 void phase_randomise(const std::vector<std::span<const double>>& series, std::uint64_t seed,
                      std::vector<std::vector<double>>& out, bool amplitude_adjust = true);
 
+// Linear interpolation over NaN runs, in place (the ends take the nearest value); false when
+// every value is NaN. phase_randomised_trace fills gaps so; the evaluation's null copies too.
+bool fill_linear(std::vector<double>& v);
+
 // The trace with samples [begin, end) of every channel replaced by a phase-randomised surrogate
 // (gaps filled linearly first, missing samples stay missing); samples outside are unchanged.
 [[nodiscard]] Trace phase_randomised_trace(const Trace& trace, std::size_t begin, std::size_t end,
