@@ -1,4 +1,5 @@
 #include "epochcast/collect/nvml.hpp"
+#include "epochcast/core/nan.hpp"
 
 #include <dlfcn.h>
 
@@ -17,7 +18,6 @@ namespace {
 enum class Need { kRequired, kOptional };
 constexpr Need kRequired = Need::kRequired;
 constexpr Need kOptional = Need::kOptional;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 // The function table, one pointer per entry point of the list.

@@ -15,14 +15,13 @@
 #include "epochcast/collect/promql_endpoint.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/metric.hpp"
+#include "epochcast/core/nan.hpp"
 #include "epochcast/core/text.hpp"
 #include "epochcast/trace/read.hpp"
 
 namespace epochcast {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double parse_number(std::string_view text, bool& ok) {
   double v = 0;

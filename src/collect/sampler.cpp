@@ -1,4 +1,5 @@
 #include "epochcast/collect/sampler.hpp"
+#include "epochcast/core/nan.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,7 +19,6 @@ namespace epochcast {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::array kTickQueries{
     NvmlQuery::kUtilization, NvmlQuery::kMemory,      NvmlQuery::kPower,
     NvmlQuery::kSmClock,     NvmlQuery::kGraphicsClock, NvmlQuery::kMemClock,

@@ -1,4 +1,5 @@
 #include "epochcast/features/feature_row.hpp"
+#include "epochcast/core/nan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +11,6 @@
 namespace epochcast {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::array<std::string_view, kStatCount> kSuffixes{"mean", "std", "min", "25",
                                                              "50",   "75",  "max"};
 

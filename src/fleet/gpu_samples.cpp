@@ -1,4 +1,5 @@
 #include "gpu_samples.hpp"
+#include "epochcast/core/nan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +8,6 @@
 namespace epochcast::fleet {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string get(const Labels& labels, const char* key) {
   const auto it = labels.find(key);

@@ -1,4 +1,5 @@
 #include "job_split.hpp"
+#include "epochcast/core/nan.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -10,7 +11,6 @@
 namespace epochcast::fleet {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr auto kIdleGapMs = static_cast<std::int64_t>(kIdleGapS * 1000);
 
 // 1: busy, 0: idle, -1: unknown (no utilisation in this row).

@@ -1,4 +1,5 @@
 // The gradient-boosted trees learner: XGBoost through its C API, single rows on a verified flat copy.
+#include "epochcast/core/nan.hpp"
 #include <xgboost/c_api.h>
 
 #include <algorithm>
@@ -15,8 +16,6 @@
 
 namespace epochcast {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // ---- XGBoost through its C API: RAII owners, status codes converted here. ----
 
