@@ -278,6 +278,16 @@ void HttpApi::run() { front_->run(); }
 
 void HttpApi::stop() { front_->stop(); }
 
+std::string HttpApi::answer(std::string_view request, bool close) const {
+  return net::route_request(*server_, request, net::Peer{}, close).bytes;
+}
+
+std::string HttpApi::answer_connection(std::string_view bytes) const {
+  return net::answer_connection(bytes, front_->limits(), [this](std::string_view request, bool close) {
+    return net::route_request(*server_, request, net::Peer{}, close);
+  });
+}
+
 // The fleet watcher's routes (docs/watch.md), present when serve hosts one.
 void HttpApi::add_fleet_routes() {
   httplib::Server& s = *server_;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "epochcast/core/error.hpp"
@@ -60,6 +61,15 @@ class HttpApi {
   void run();
   // Safe from another thread; in-flight requests finish first.
   void stop();
+
+  // The answer bytes to one complete request (head and body, framed as the front frames it:
+  // net::RequestFramer), through httplib's parser and these routes, with no socket; what the
+  // front's workers do for each request. Safe from any thread, as the workers are.
+  [[nodiscard]] std::string answer(std::string_view request, bool close = false) const;
+  // The answers to `bytes` as one client connection whose write side then closes: the front's
+  // framing, refusals and health probe, then answer() for each request (the fuzz target's path,
+  // tests/fuzz/fuzz_http.cpp). Budgets shared between connections and deadlines do not apply.
+  [[nodiscard]] std::string answer_connection(std::string_view bytes) const;
 
  private:
   void add_routes();

@@ -18,6 +18,7 @@
 #include "service_impl.hpp"
 #include "epochcast/store/job_store.hpp"
 #include "store_link.hpp"
+#include "validation.hpp"
 
 namespace epochcast {
 
@@ -245,6 +246,7 @@ std::optional<RefitResult> Service::refit(const std::string& model_file) const {
     result.model_file = s.config.hide_paths ? std::filesystem::path(model_file).filename().string() : model_file;
   }
   ModelValidation validation = bundled_validation(*model);
+  if (s.config.hide_paths) hide_validation_path(validation, default_validation_path());
   const std::string label = fmt::format("refit {} (bundled dataset + {} measured pairs of the job store)",
                                         before->generation + 1, added.pairs);
   const auto previous = s.swap_model(model, label, std::move(validation));

@@ -42,6 +42,7 @@ void Service::Impl::load() {
   first->validation = load_validation(default_validation_path(), model, [&] {
     return is_default ? model.data_fingerprint() : bundled_data_fingerprint();
   });
+  if (config.hide_paths) hide_validation_path(first->validation, default_validation_path());
   first->version = model_version(model);
   if (!config.store_path.empty()) {
     store = std::make_unique<StoreLink>(config.store_path, catalog);

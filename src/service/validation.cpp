@@ -142,4 +142,11 @@ ModelValidation load_validation(const std::string& path, const StackedModel& mod
   return v;
 }
 
+void hide_validation_path(ModelValidation& v, const std::string& path) {
+  if (path.empty()) return;
+  const std::string name = std::filesystem::path(path).filename().string();
+  for (std::size_t at = v.note.find(path); at != std::string::npos; at = v.note.find(path, at + name.size()))
+    v.note.replace(at, path.size(), name);
+}
+
 }  // namespace epochcast

@@ -26,4 +26,8 @@ namespace epochcast {
 [[nodiscard]] ModelValidation load_validation(const std::string& path, const StackedModel& model,
                                               const std::function<std::string()>& bundled_fingerprint);
 
+// The note as `serve`'s clients see it (ServiceConfig::hide_paths): `path`, a file of this
+// machine, named by its file name only (tests/unit/server/answer_paths_test.cpp).
+void hide_validation_path(ModelValidation& v, const std::string& path);
+
 }  // namespace epochcast

@@ -17,6 +17,12 @@ case "$mode" in
   thread) extra=(-DEPOCHCAST_FUZZ=OFF -DEPOCHCAST_SANITIZE=thread) ;;
   *) echo "usage: tests/fuzz/configure.sh DIR fuzz|thread" >&2; exit 2 ;;
 esac
+# clang and its sanitizer/libFuzzer runtimes are Debian packages (scripts/install-deps.sh).
+if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  echo "tests/fuzz/configure.sh: needs clang and libclang-rt-14-dev (apt-get install clang libclang-rt-14-dev," \
+       "or scripts/install-deps.sh)" >&2
+  exit 2
+fi
 flags="-O1 -gline-tables-only -DNDEBUG"
 CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \

@@ -77,13 +77,25 @@ if [[ " ${targets[*]} " == *" http "* ]]; then
   export EPOCHCAST_FUZZ_MODEL=$PWD/$W/seeds-model/small.json
 fi
 
+# Longest input per target: the model files are bigger; trace inputs reach detect_epochs,
+# whose cost grows with the trace (docs/fuzzing.md, "fuzz_trace's cost").
+max_len() {
+  case "$1" in
+    model) echo 40000 ;;
+    trace) echo "${FUZZ_TRACE_MAX_LEN:-20000}" ;;
+    *) echo 20000 ;;
+  esac
+}
+
 for t in "${targets[@]}"; do
   mkdir -p "$W/corpus-$t" "$W/crashes-$t" "$W/seeds-$t"
   # The committed corpus: hand-made inputs and every past finding's reproducer (a regression).
   [ -d "tests/fuzz/corpus/$t" ] && cp tests/fuzz/corpus/"$t"/* "$W/seeds-$t/"
   echo "== fuzz_$t for ${secs}s"
   # -timeout: a small input taking seconds is a hang; -rss_limit_mb: runaway allocation.
-  nice "$B/tests/fuzz/fuzz_$t" "$W/corpus-$t" "$W/seeds-$t" -max_total_time="$secs" -timeout=10 \
-      -rss_limit_mb=3072 -max_len="$([ "$t" = model ] && echo 40000 || echo 20000)" -print_final_stats=1 -artifact_prefix="$W/crashes-$t/" \
+  # FUZZ_RUNS=N stops after N executions (else the time budget alone); FUZZ_NICE (default 10).
+  runs=(); [ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
+  nice -n "${FUZZ_NICE:-10}" "$B/tests/fuzz/fuzz_$t" "$W/corpus-$t" "$W/seeds-$t" -max_total_time="$secs" -timeout=10 \
+      "${runs[@]}" -rss_limit_mb=3072 -max_len="$(max_len "$t")" -print_final_stats=1 -artifact_prefix="$W/crashes-$t/" \
       2>&1 | tee "$W/fuzz_$t.log" | grep -E "^(==|FUZZ|SUMMARY|stat::number_of_executed_units|Done|#[0-9]+ +DONE)|ERROR" || true
 done
