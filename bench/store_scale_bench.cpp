@@ -78,11 +78,17 @@ int main(int argc, char** argv) {
     return run;
   };
   fmt::print("store_scale_bench: load average {} at the start\n", loadavg());
-  // The scaling prior's calibration on the public table: computed once per process, by the first
-  // fit (a served model loaded from its file carries its numbers, so serve's first refit pays it).
-  // Timed first, so a default model fitted below (a cache miss) does not hide it.
+  // The model the reused-key check predicts with, as fit --store: the default model, from its
+  // cache (a miss fits it: run the bench twice after a rebuild). Loading it adopts its scaling
+  // prior (adopt_calibrated_scaling_prior), which the refit would otherwise compute.
   auto t0 = std::chrono::steady_clock::now();
   double c0 = cpu_s();
+  const auto checker = default_model();
+  const double model_s = since(t0), model_cpu = cpu_s() - c0;
+  // The scaling prior's calibration on the public table: once per process, by the first fit,
+  // unless adopted above (then ~0).
+  t0 = std::chrono::steady_clock::now();
+  c0 = cpu_s();
   static_cast<void>(calibrated_scaling_prior());
   const double prior_s = since(t0), prior_cpu = cpu_s() - c0;
   t0 = std::chrono::steady_clock::now();
@@ -111,9 +117,6 @@ int main(int argc, char** argv) {
   const std::size_t all_runs = store.runs().size();
   const double read_all_s = since(t0);
 
-  t0 = std::chrono::steady_clock::now();
-  const auto checker = default_model();
-  const double model_s = since(t0);
   t0 = std::chrono::steady_clock::now();
   c0 = cpu_s();
   const PairSet set = measured_pairs(runs, [&](const RunRecord& s, const std::string& t) {
@@ -157,6 +160,7 @@ int main(int argc, char** argv) {
   row(fmt::format("read the {} runs with a job key and a time", runs.size()), read_s, read_cpu);
   fmt::print("  (reference: every run, {}, with predictions: {:.2f} s wall)\n", all_runs, read_all_s);
   row(fmt::format("form {} pairs ({} refused)", set.pairs.size() / 2, set.refused.size()), pairs_s, pairs_cpu);
+  row("load the checker model (the default, cached)", model_s, model_cpu);
   row("calibrate the scaling prior (once per process)", prior_s, prior_cpu);
   row(fmt::format("refit on {} pairs ({} bundled + {} store, weight {})", model.training_pairs(), bundled.size(),
                   set.pairs.size(), kStorePairWeight),
@@ -168,13 +172,12 @@ int main(int argc, char** argv) {
              "on average, {:.2f} % at most\n",
              ref_s > 0 ? fit_s / ref_s : 0.0, ref_cpu > 0 ? fit_cpu / ref_cpu : 0.0, compared,
              compared ? 100 * sum_rel / static_cast<double>(compared) : 0.0, 100 * max_rel);
-  const double wall = record_s + read_s + pairs_s + prior_s + fit_s;
-  const double cpu = record_cpu + read_cpu + pairs_cpu + prior_cpu + fit_cpu;
-  row("record + read + pairs + prior + refit (target <= 30 s)", wall, cpu);
+  const double wall = record_s + read_s + model_s + pairs_s + prior_s + fit_s;
+  const double cpu = record_cpu + read_cpu + model_cpu + pairs_cpu + prior_cpu + fit_cpu;
+  row("all of the above but the reference (target <= 30 s)", wall, cpu);
   fmt::print("  (with the reference refit instead: {:.2f} s wall, {:.2f} s CPU)\n", wall - fit_s + ref_s,
              cpu - fit_cpu + ref_cpu);
-  fmt::print("checker model loaded in {:.2f} s; load average {} at the end; {} cores\n", model_s, loadavg(),
-             std::thread::hardware_concurrency());
+  fmt::print("load average {} at the end; {} cores\n", loadavg(), std::thread::hardware_concurrency());
   std::fflush(stdout);
   std::_Exit(0);  // XGBoost's statics may be gone before ours at exit (as model_bench)
 }
