@@ -224,10 +224,8 @@ int main(int argc, char** argv) {
                 fleet.rows.push_back(rs);
                 fleet.rows.push_back(rt);
                 const std::size_t is = fleet.rows.size() - 2, it = fleet.rows.size() - 1;
-                for (int w = 0; w < kStorePairWeight; ++w) {
-                  train.push_back({is, it});
-                  train.push_back({it, is});
-                }
+                train.push_back({is, it, static_cast<double>(kStorePairWeight)});
+                train.push_back({it, is, static_cast<double>(kStorePairWeight)});
               }
               const StackedModel refit = fit_model_on_pairs(fleet, train, catalog, fopt);
               ++fits;

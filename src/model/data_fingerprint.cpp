@@ -82,6 +82,10 @@ std::string training_data_fingerprint(const Dataset& ds, const std::vector<RunPa
     const DatasetRow& t = ds.rows.at(p.target);
     row(h, s);
     row(h, t);
+    if (p.weight != 1.0) {  // a weighted pair fits another model; weight 1 hashes as before weights
+      h.text("weight");
+      h.number(p.weight);
+    }
     gpus.insert(s.gpu_id);
     gpus.insert(t.gpu_id);
   }

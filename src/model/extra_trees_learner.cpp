@@ -41,15 +41,26 @@ class ExtraTreesLearner final : public Learner {
     double value = 0;
   };
 
-  void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
-    // Missing values take the column median: trees then see them as typical.
+  void fit(const Matrix& x, std::span<const double> y, std::span<const double> weights, std::uint64_t seed) override {
+    check_row_weights(weights, x.rows, "extra_trees");
+    const bool weighted = !unit_weights(weights);
+    // Missing values take the column median (weighted: of the rows repeated): trees then see
+    // them as typical.
     fill_.assign(x.cols, 0.0);
     std::vector<double> v;
+    std::vector<std::pair<double, double>> vw;
     for (std::size_t c = 0; c < x.cols; ++c) {
       v.clear();
+      vw.clear();
       for (std::size_t i = 0; i < x.rows; ++i)
-        if (std::isfinite(x.data[i * x.cols + c])) v.push_back(x.data[i * x.cols + c]);
-      if (!v.empty()) {
+        if (std::isfinite(x.data[i * x.cols + c])) {
+          v.push_back(x.data[i * x.cols + c]);
+          if (weighted) vw.emplace_back(x.data[i * x.cols + c], weights[i]);
+        }
+      if (v.empty()) continue;
+      if (weighted) {
+        fill_[c] = weighted_median(vw);
+      } else {
         std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
         fill_[c] = v[v.size() / 2];
       }
@@ -65,24 +76,50 @@ class ExtraTreesLearner final : public Learner {
     // Split scores from labels in fixed point: integer sums are exact in any order, so the
     // scan needs no chain of dependent floating-point adds. Scaled so any sum stays below
     // 2^52 (exact as a double); leaf values are still means of the labels themselves.
+    // Row weights as integer counts (the weights themselves when all are integers, else in
+    // fixed point), a row's label sum its count times its fixed-point label: the scan then sums
+    // the rows as if repeated. Unit weights: count 1, the labels and trees as before weights.
+    // Other weights: counts in fixed point (their sum near 2^40), labels as w·y in fixed point.
+    std::vector<std::int64_t> count(y.size(), 1);
+    int count_shift = 0;
+    bool integral = true;
+    if (weighted) {
+      double wsum = 0;
+      for (double w : weights) {
+        wsum += w;
+        integral = integral && w == std::floor(w);
+      }
+      if (!integral || wsum >= kMaxCountSum) {
+        count_shift = kCountBits - std::ilogb(wsum);
+        integral = false;
+      }
+      for (std::size_t i = 0; i < y.size(); ++i)
+        count[i] = std::max<std::int64_t>(1, std::llround(std::ldexp(weights[i], count_shift)));
+    }
     double total = 0;
-    for (double v : y) {
-      if (!std::isfinite(v)) throw Error(ErrorCode::kInvalidArgument, "extra_trees: a label is not a finite number");
-      total += std::abs(v);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      if (!std::isfinite(y[i])) throw Error(ErrorCode::kInvalidArgument, "extra_trees: a label is not a finite number");
+      total += !weighted ? std::abs(y[i]) : integral ? static_cast<double>(count[i]) * std::abs(y[i])
+                                                       : weights[i] * std::abs(y[i]);
     }
     const int shift = total > 0 ? 51 - std::ilogb(total) : 0;
     std::vector<std::int64_t> y_fixed(y.size());
-    for (std::size_t i = 0; i < y.size(); ++i) y_fixed[i] = std::llround(std::ldexp(y[i], shift));
+    for (std::size_t i = 0; i < y.size(); ++i)
+      y_fixed[i] = integral ? count[i] * std::llround(std::ldexp(y[i], shift))
+                            : std::llround(std::ldexp(weights[i] * y[i], shift));
     cols_ = x.cols;
     trees_.assign(static_cast<std::size_t>(trees_wanted_), {});
     // The prediction layout is built with the trees (children allocated side by side when a node
     // splits), not by a breadth-first pass afterwards (flatten: 2 % of a stack fit in perf).
     std::vector<std::vector<FlatNode>> flat_trees(trees_.size());
-    const Data data{filled.data(), x.rows, x.cols, y, y_fixed.data()};
+    const Data data{filled.data(), x.rows, x.cols, y, y_fixed.data(), count.data(),
+                    weighted ? weights.data() : nullptr,
+                    std::max<std::int64_t>(1, std::llround(std::ldexp(min_leaf_, count_shift)))};
     // Each tree has its own generator seeded from (seed, tree): same result for any thread count.
     auto work = [&](int first, int step) {
       Scratch scratch{std::vector<std::uint32_t>(x.rows), std::vector<double>(x.rows * kLanes),
-                      std::vector<std::int64_t>(x.rows), std::vector<std::uint32_t>(x.cols),
+                      std::vector<std::int64_t>(x.rows), std::vector<std::int64_t>(x.rows),
+                      std::vector<std::uint32_t>(x.cols),
                       std::vector<std::uint32_t>(x.cols + kLanes), std::vector<double>(x.cols + kLanes),
                       std::vector<char>(x.cols, 0), {}, std::vector<char>(x.rows),
                       std::vector<std::uint32_t>(x.rows), std::vector<double>(x.cols + kLanes),
@@ -210,12 +247,16 @@ class ExtraTreesLearner final : public Learner {
     const double* x;  // row-major, missing filled
     std::size_t rows, cols;
     std::span<const double> y;
-    const std::int64_t* y_fixed;
+    const std::int64_t* y_fixed;  // count × label, fixed point
+    const std::int64_t* count;    // the rows' weights as integers (1: unweighted)
+    const double* w;              // the row weights, null when all 1
+    std::int64_t min_count;       // min_leaf in count units
   };
   struct Scratch {
     std::vector<std::uint32_t> idx;  // the rows, partitioned node by node
     std::vector<double> values;      // a group of candidate features of the node's rows, row by row
     std::vector<std::int64_t> y;     // the node's labels, fixed point
+    std::vector<std::int64_t> count;  // the node's row counts
     std::vector<std::uint32_t> order;
     std::vector<std::uint32_t> active;  // the candidates not known constant, in order
     std::vector<double> u;              // their threshold draws
@@ -241,18 +282,27 @@ class ExtraTreesLearner final : public Learner {
     const std::size_t n = end - begin;
     const std::uint32_t* idx = s.idx.data() + begin;
     std::int64_t* yv = s.y.data();
+    std::int64_t* cv = s.count.data();
     double* vals = s.values.data();
-    double sum = 0;
-    std::int64_t sum_fixed = 0;
+    double sum = 0, weight = 0;
+    std::int64_t sum_fixed = 0, node_count = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      sum += d.y[idx[i]];
+      if (d.w) {
+        sum += d.w[idx[i]] * d.y[idx[i]];
+        weight += d.w[idx[i]];
+      } else {
+        sum += d.y[idx[i]];
+      }
       yv[i] = d.y_fixed[idx[i]];
+      cv[i] = d.count[idx[i]];
       sum_fixed += yv[i];
+      node_count += cv[i];
     }
+    const double mean = sum / (d.w ? weight : static_cast<double>(n));
     const int id = static_cast<int>(nodes.size());
-    nodes.push_back(Node{-1, 0, -1, -1, sum / static_cast<double>(n)});
-    flat[slot] = {sum / static_cast<double>(n), -1, 0};
-    if (n < 2 * static_cast<std::size_t>(min_leaf_)) return id;
+    nodes.push_back(Node{-1, 0, -1, -1, mean});
+    flat[slot] = {mean, -1, 0};
+    if (node_count < 2 * d.min_count) return id;
     // A random subset of the features per node (partial Fisher-Yates, reset per node so the
     // draw depends only on the tree's own generator).
     std::vector<std::uint32_t>& order = s.order;
@@ -264,7 +314,7 @@ class ExtraTreesLearner final : public Learner {
     rng = r;
     const std::size_t marked_before = s.marked.size();
     Best best{-std::numeric_limits<double>::infinity(), -1, 0.0};
-    const Scan scan{d, idx, n, yv, vals, sum_fixed, static_cast<std::size_t>(min_leaf_), order.data(), tries};
+    const Scan scan{d, idx, n, yv, cv, vals, sum_fixed, node_count, d.min_count, order.data(), tries};
 #if EPOCHCAST_TREES_AVX2
     const TreeSimd simd = tree_simd();
     if (simd == TreeSimd::kAvx512) best = scan_avx512(scan, rng, s);
@@ -329,10 +379,11 @@ class ExtraTreesLearner final : public Learner {
     const Data& d;
     const std::uint32_t* idx;  // the node's rows
     std::size_t n;
-    const std::int64_t* y;     // their labels, fixed point
+    const std::int64_t* y;     // their labels, fixed point (times their counts)
+    const std::int64_t* count;  // their counts
     double* vals;
-    std::int64_t sum_fixed;
-    std::size_t min_leaf;
+    std::int64_t sum_fixed, node_count;
+    std::int64_t min_leaf;      // in count units
     const std::uint32_t* order;  // the features to try, first `tries`
     std::size_t tries;
   };
@@ -370,6 +421,7 @@ class ExtraTreesLearner final : public Learner {
   const double* const x = q.d.x;                                                                       \
   const std::uint32_t* const idx = q.idx;                                                              \
   const std::int64_t* const y = q.y;                                                                   \
+  const std::int64_t* const cnt = q.count;                                                             \
   double* const vals = q.vals;                                                                         \
   constexpr double kInf = std::numeric_limits<double>::infinity();                                     \
   for (std::size_t k = 0; k < na; k += W) {                                                            \
@@ -392,13 +444,13 @@ class ExtraTreesLearner final : public Learner {
       hi = v > hi ? v : hi;                                                                            \
     }                                                                                                  \
     const D t = lo + u * (hi - lo);                                                                    \
-    I sum = {}, neg_count = {};                                                                        \
+    I sum = {}, count = {};                                                                            \
     for (std::size_t i = 0; i < n; ++i) {                                                              \
       D v;                                                                                             \
       std::memcpy(&v, vals + i * W, sizeof v);                                                         \
       const I m = v <= t; /* all ones where true */                                                    \
       sum += y[i] & m;                                                                                 \
-      neg_count += m;                                                                                  \
+      count += cnt[i] & m;                                                                             \
     }                                                                                                  \
     for (std::size_t l = 0; l < w; ++l) {                                                              \
       const std::uint32_t c = f[l];                                                                    \
@@ -407,7 +459,7 @@ class ExtraTreesLearner final : public Learner {
         s.marked.push_back(c);                                                                         \
         continue;                                                                                      \
       }                                                                                                \
-      const auto left_n = static_cast<std::size_t>(-neg_count[l]), right_n = q.n - left_n;             \
+      const std::int64_t left_n = count[l], right_n = q.node_count - left_n;                           \
       if (left_n < q.min_leaf || right_n < q.min_leaf) continue;                                       \
       const auto ls = static_cast<double>(sum[l]), rs = static_cast<double>(q.sum_fixed - sum[l]);     \
       /* Maximising this is maximising the variance reduction. */                                      \
@@ -451,9 +503,10 @@ class ExtraTreesLearner final : public Learner {
     const double* const x = q.d.x;
     const std::uint32_t* const idx = q.idx;
     const std::int64_t* const y = q.y;
+    const std::int64_t* const cnt = q.count;
     double* const vals = q.vals;
-    const __m512i one = _mm512_set1_epi64(1), min_leaf = _mm512_set1_epi64(static_cast<std::int64_t>(q.min_leaf)),
-                  rows = _mm512_set1_epi64(static_cast<std::int64_t>(n)), total = _mm512_set1_epi64(q.sum_fixed);
+    const __m512i min_leaf = _mm512_set1_epi64(q.min_leaf), rows = _mm512_set1_epi64(q.node_count),
+                  total = _mm512_set1_epi64(q.sum_fixed);
     const __m512d no_split = _mm512_set1_pd(-kInf);
     __m512d top = no_split;  // the best score in each lane so far
     for (std::size_t k = 0; k < na; k += 8) {
@@ -479,7 +532,7 @@ class ExtraTreesLearner final : public Learner {
       for (std::size_t i = 0; i < n; ++i) {
         const __mmask8 m = _mm512_cmp_pd_mask(_mm512_loadu_pd(vals + i * 8), t, _CMP_LE_OQ);
         sum = _mm512_mask_add_epi64(sum, m, sum, _mm512_set1_epi64(y[i]));
-        count = _mm512_mask_add_epi64(count, m, count, one);
+        count = _mm512_mask_add_epi64(count, m, count, _mm512_set1_epi64(cnt[i]));
       }
       // Scores of the group's lanes at once (the same operations as one at a time, so the same
       // bits); lanes that cannot split get -inf.
@@ -515,6 +568,25 @@ class ExtraTreesLearner final : public Learner {
   }
 #endif
 #undef EPOCHCAST_TREES_SCAN
+
+  // Counts from weights: integers below 2^40 as they are; else fixed point with the sum near
+  // 2^40 (label sums are scaled to stay below 2^52 whatever the counts, so any count works).
+  static constexpr double kMaxCountSum = 1099511627776.0;  // 2^40
+  static constexpr int kCountBits = 39;
+  // The weighted median as nth_element over the values repeated picks: the value at position
+  // floor(W / 2) of the sorted repeated values (W the weight sum).
+  static double weighted_median(std::vector<std::pair<double, double>>& vw) {
+    std::sort(vw.begin(), vw.end());
+    double total = 0;
+    for (const auto& [v, w] : vw) total += w;
+    const double half = std::floor(total / 2);
+    double below = 0;
+    for (const auto& [v, w] : vw) {
+      below += w;
+      if (below > half) return v;
+    }
+    return vw.back().first;
+  }
 
   static void unmark(Scratch& s, std::size_t keep) {
     for (std::size_t k = keep; k < s.marked.size(); ++k) s.constant[s.marked[k]] = 0;

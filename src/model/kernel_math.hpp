@@ -17,12 +17,15 @@ namespace epochcast::kernel_math {
 
 struct Fns {
   // Fit on standardised rows z (n×d, row-major) and labels y: the Nyström basis is the rows
-  // basis_rows (m, ascending). Writes alpha (m) and the intercept (the mean label).
-  void (*solve)(const double* z, std::ptrdiff_t n, std::ptrdiff_t d, const double* y, const std::ptrdiff_t* basis_rows,
-                std::ptrdiff_t m, double length_scale, double lambda, bool matern, double* alpha, double* intercept);
+  // basis_rows (m, ascending). Writes alpha (m) and the intercept (the mean label). w: row
+  // weights (n, > 0) of the squared error and the mean, or null for all 1.
+  void (*solve)(const double* z, std::ptrdiff_t n, std::ptrdiff_t d, const double* y, const double* w,
+                const std::ptrdiff_t* basis_rows, std::ptrdiff_t m, double length_scale, double lambda, bool matern,
+                double* alpha, double* intercept);
   // Grid search of length scale (rel_scales[i] * root_d) and λ by the folds fold[i] in
   // [0, folds); writes the best pair, or leaves *scale / *lambda as given when no finite error.
-  void (*tune)(const double* z, std::ptrdiff_t n, std::ptrdiff_t d, const double* y, const std::ptrdiff_t* basis_rows,
+  void (*tune)(const double* z, std::ptrdiff_t n, std::ptrdiff_t d, const double* y, const double* w,
+               const std::ptrdiff_t* basis_rows,
                std::ptrdiff_t m, const int* fold, int folds, const double* rel_scales, int n_scales,
                const double* lambdas, int n_lambdas, bool matern, double root_d, double* scale, double* lambda);
   const char* name;

@@ -50,8 +50,8 @@ struct KernelData {
   std::vector<std::ptrdiff_t> basis_rows;
 };
 
-KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::vector<std::size_t>& columns,
-                       int basis, std::uint64_t seed) {
+KernelData kernel_data(const Matrix& x, std::span<const double> y, std::span<const double> weights,
+                       const std::vector<std::size_t>& columns, int basis, std::uint64_t seed) {
   if (x.rows == 0 || y.size() != x.rows) throw Error(ErrorCode::kInvalidArgument, "kernel ridge: no training rows");
   KernelData k;
   const std::size_t n = x.rows, d = columns.size();
@@ -63,7 +63,7 @@ KernelData kernel_data(const Matrix& x, std::span<const double> y, const std::ve
       if (columns[c] >= x.cols) throw Error(ErrorCode::kInternal, "kernel ridge column out of range");
       sub.data[i * d + c] = x.data[i * x.cols + columns[c]];
     }
-  k.scaler.fit(sub);
+  k.scaler.fit(sub, weights);
   k.z.resize(n * d);
   for (std::size_t i = 0; i < n; ++i) k.scaler.apply(sub.row(i), std::span<double>(k.z.data() + i * d, d));
   // Basis: a seeded random subset of the training rows (partial Fisher–Yates), kept in row order.
@@ -84,7 +84,9 @@ class KernelRidgeLearner final : public Learner {
   explicit KernelRidgeLearner(const LearnerConfig& c) : config_(c), columns_(c.kernel_columns), matern_(c.kernel_matern) {}
   std::string name() const override { return "kernel_ridge"; }
 
-  void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
+  void fit(const Matrix& x, std::span<const double> y, std::span<const double> weights, std::uint64_t seed) override {
+    check_row_weights(weights, x.rows, "kernel_ridge");
+    if (unit_weights(weights)) weights = {};  // all 1: the unweighted solve, the same bits as before weights
     if (columns_.empty()) {
       columns_.resize(x.cols);
       std::iota(columns_.begin(), columns_.end(), 0);
@@ -95,13 +97,13 @@ class KernelRidgeLearner final : public Learner {
     if (!(choice.length_scale > 0 && choice.lambda > 0)) {
       LearnerConfig c = config_;
       c.kernel_columns = columns_;
-      choice = tune_kernel_ridge(x, y, {}, c, seed);
+      choice = tune_kernel_ridge(x, y, {}, c, seed, weights);
     }
-    const KernelData k = kernel_data(x, y, columns_, config_.kernel_basis, seed);
+    const KernelData k = kernel_data(x, y, weights, columns_, config_.kernel_basis, seed);
     const std::size_t m = k.basis_rows.size(), d = k.d;
     alpha_.assign(m, 0.0);
     kernel_fns().solve(k.z.data(), static_cast<std::ptrdiff_t>(k.n), static_cast<std::ptrdiff_t>(d), y.data(),
-                       k.basis_rows.data(), static_cast<std::ptrdiff_t>(m), choice.length_scale, choice.lambda,
+                       weights.empty() ? nullptr : weights.data(), k.basis_rows.data(), static_cast<std::ptrdiff_t>(m), choice.length_scale, choice.lambda,
                        matern_, alpha_.data(), &intercept_);
     scaler_ = k.scaler;
     length_scale_ = choice.length_scale;
@@ -194,13 +196,15 @@ class KernelRidgeLearner final : public Learner {
 const char* kernel_ridge_simd() { return kernel_fns().name; }
 
 KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::span<const std::uint32_t> groups,
-                               const LearnerConfig& config, std::uint64_t seed) {
+                               const LearnerConfig& config, std::uint64_t seed, std::span<const double> weights) {
+  check_row_weights(weights, x.rows, "kernel_ridge");
+  if (unit_weights(weights)) weights = {};
   std::vector<std::size_t> columns = config.kernel_columns;
   if (columns.empty()) {
     columns.resize(x.cols);
     std::iota(columns.begin(), columns.end(), 0);
   }
-  const KernelData k = kernel_data(x, y, columns, config.kernel_basis, seed);
+  const KernelData k = kernel_data(x, y, weights, columns, config.kernel_basis, seed);
   const auto n = static_cast<std::ptrdiff_t>(k.n);
   // Folds: the rows' groups dealt round-robin in sorted order (the stack passes the CNN model,
   // so the choice is made on unseen networks); without groups (or < 3) rows in turn.
@@ -219,7 +223,8 @@ KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y, std::
   // Length scales relative to √d (standardised columns: typical distances grow like √d).
   const double root_d = std::sqrt(static_cast<double>(columns.size()));
   KernelChoice best{root_d, 0.1};
-  kernel_fns().tune(k.z.data(), n, static_cast<std::ptrdiff_t>(k.d), y.data(), k.basis_rows.data(),
+  kernel_fns().tune(k.z.data(), n, static_cast<std::ptrdiff_t>(k.d), y.data(), weights.empty() ? nullptr : weights.data(),
+                    k.basis_rows.data(),
                     static_cast<std::ptrdiff_t>(k.basis_rows.size()), fold.data(), folds, config.kernel_scale_grid.data(),
                     static_cast<int>(config.kernel_scale_grid.size()), config.kernel_lambda_grid.data(),
                     static_cast<int>(config.kernel_lambda_grid.size()), config.kernel_matern, root_d,

@@ -28,13 +28,18 @@ class KnnLearner final : public Learner {
     return columns_.empty() ? 0 : *std::max_element(columns_.begin(), columns_.end()) + 1;
   }
 
-  void fit(const Matrix& x, std::span<const double> y, std::uint64_t) override {
+  void fit(const Matrix& x, std::span<const double> y, std::span<const double> weights, std::uint64_t) override {
+    check_row_weights(weights, x.rows, "knn");
     if (columns_.empty()) {
       columns_.resize(x.cols);
       std::iota(columns_.begin(), columns_.end(), 0);
     }
+    // A point of weight w stands for w copies of it: it fills w of the k places and its vote
+    // counts w times. All 1: the unweighted scan and no weights in the model file.
+    if (unit_weights(weights)) w_.clear();
+    else w_.assign(weights.begin(), weights.end());
     const Matrix sub = select(x);
-    scaler_.fit(sub);
+    scaler_.fit(sub, w_);
     points_ = Matrix(sub.rows, sub.cols);
     for (std::size_t i = 0; i < sub.rows; ++i) scaler_.apply(sub.row(i), points_.row(i));
     y_.assign(y.begin(), y.end());
@@ -58,6 +63,7 @@ class KnnLearner final : public Learner {
       const double v = x[columns_[c]];
       z[c] = std::isfinite(v) ? (v - scaler_.mean[c]) / scaler_.scale[c] : 0.0;
     }
+    if (!w_.empty()) return predict_weighted(z, dims, n);
     const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(k_), n);
     // The k smallest (distance², index), ascending; ties keep the earlier point first.
     std::pair<double, std::size_t> best_buf[16];
@@ -71,21 +77,8 @@ class KnnLearner final : public Learner {
     double bound = std::numeric_limits<double>::infinity();
     const V2* block = blocks_.data();
     for (std::size_t start = 0; start < n; start += kLanes, block += kVectors * dims) {
-      V2 a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0};
-      for (std::size_t c = 0; c < dims; ++c) {
-        const V2 zc = {z[c], z[c]};
-        const V2* p = block + kVectors * c;
-        const V2 d0 = p[0] - zc, d1 = p[1] - zc, d2 = p[2] - zc, d3 = p[3] - zc;
-        a0 += d0 * d0;
-        a1 += d1 * d1;
-        a2 += d2 * d2;
-        a3 += d3 * d3;
-      }
       double d2[kLanes];
-      std::memcpy(d2, &a0, sizeof a0);
-      std::memcpy(d2 + 2, &a1, sizeof a1);
-      std::memcpy(d2 + 4, &a2, sizeof a2);
-      std::memcpy(d2 + 6, &a3, sizeof a3);
+      distances(block, z, dims, d2);
       const std::size_t m = std::min(kLanes, n - start);
       for (std::size_t i = 0; i < m; ++i) {
         if (!(d2[i] < bound) && found == k) continue;
@@ -108,8 +101,10 @@ class KnnLearner final : public Learner {
   }
 
   nlohmann::json to_json() const override {
-    return {{"k", k_}, {"columns", columns_}, {"scaler", scaler_.to_json()}, {"rows", points_.rows},
-            {"cols", points_.cols}, {"points", points_.data}, {"y", y_}};
+    nlohmann::json j = {{"k", k_}, {"columns", columns_}, {"scaler", scaler_.to_json()}, {"rows", points_.rows},
+                        {"cols", points_.cols}, {"points", points_.data}, {"y", y_}};
+    if (!w_.empty()) j["weights"] = w_;  // only a weighted fit has them (older files: none)
+    return j;
   }
   void from_json(const nlohmann::json& j) override {
     k_ = json_integer<int>(j.at("k"));
@@ -119,6 +114,12 @@ class KnnLearner final : public Learner {
     points_.cols = json_integer<std::size_t>(j.at("cols"));
     points_.data = j.at("points").get<std::vector<double>>();
     y_ = j.at("y").get<std::vector<double>>();
+    w_ = j.contains("weights") ? j.at("weights").get<std::vector<double>>() : std::vector<double>{};
+    if (!w_.empty() && w_.size() != y_.size())
+      throw Error(ErrorCode::kParse, "knn state: " + std::to_string(w_.size()) + " weights for " +
+                                         std::to_string(y_.size()) + " points");
+    for (double w : w_)
+      if (!(w > 0) || !std::isfinite(w)) throw Error(ErrorCode::kParse, "knn state: a weight is not a finite number > 0");
     if (k_ < 1 || points_.data.size() != points_.rows * points_.cols || y_.size() != points_.rows ||
         scaler_.mean.size() != points_.cols || columns_.size() != points_.cols)
       throw Error(ErrorCode::kParse, "knn state: inconsistent sizes");
@@ -131,6 +132,63 @@ class KnnLearner final : public Learner {
   // (GCC/Clang vector extension, 2 doubles: one SSE2 register, the x86-64 baseline.)
   using V2 = double __attribute__((vector_size(16)));
   static constexpr std::size_t kLanes = 8, kVectors = kLanes / 2;
+
+  // Squared distances of a block's 8 points to z (each point's sum in the order 0..d-1).
+  static void distances(const V2* block, const double* z, std::size_t dims, double* d2) {
+    V2 a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0};
+    for (std::size_t c = 0; c < dims; ++c) {
+      const V2 zc = {z[c], z[c]};
+      const V2* p = block + kVectors * c;
+      const V2 e0 = p[0] - zc, e1 = p[1] - zc, e2 = p[2] - zc, e3 = p[3] - zc;
+      a0 += e0 * e0;
+      a1 += e1 * e1;
+      a2 += e2 * e2;
+      a3 += e3 * e3;
+    }
+    std::memcpy(d2, &a0, sizeof a0);
+    std::memcpy(d2 + 2, &a1, sizeof a1);
+    std::memcpy(d2 + 4, &a2, sizeof a2);
+    std::memcpy(d2 + 6, &a3, sizeof a3);
+  }
+
+  // With row weights: the nearest points until their weights reach k (ties: the earlier point
+  // first, as the unweighted scan), the last one counting only the part of its weight that fits;
+  // each point's inverse-distance vote times that part. For integer weights this is the scan
+  // over the points repeated (test Learners.RowWeightKnnIsRepetition).
+  double predict_weighted(const double* z, std::size_t dims, std::size_t n) const {
+    const auto k = static_cast<double>(k_);
+    std::vector<std::pair<double, std::size_t>> best;  // ascending (distance², index)
+    best.reserve(static_cast<std::size_t>(k_) + 1);
+    double have = 0, bound = std::numeric_limits<double>::infinity();
+    const V2* block = blocks_.data();
+    for (std::size_t start = 0; start < n; start += kLanes, block += kVectors * dims) {
+      double d2[kLanes];
+      distances(block, z, dims, d2);
+      const std::size_t m = std::min(kLanes, n - start);
+      for (std::size_t i = 0; i < m; ++i) {
+        if (!(d2[i] < bound) && have >= k) continue;
+        std::size_t pos = best.size();
+        while (pos > 0 && best[pos - 1].first > d2[i]) --pos;
+        best.insert(best.begin() + static_cast<std::ptrdiff_t>(pos), {d2[i], start + i});
+        have += w_[start + i];
+        while (best.size() > 1 && have - w_[best.back().second] >= k) {
+          have -= w_[best.back().second];
+          best.pop_back();
+        }
+        if (have >= k) bound = best.back().first;
+      }
+    }
+    double wsum = 0, sum = 0, used = 0;
+    for (const auto& [d2, i] : best) {
+      const double part = std::min(w_[i], k - used);
+      used += part;
+      const double w = part / (std::sqrt(d2) + 1e-6);
+      wsum += w;
+      sum += w * y_[i];
+    }
+    return wsum > 0 ? sum / wsum : 0.0;
+  }
+
   void transpose() {
     const std::size_t n = points_.rows, dims = points_.cols, nb = (n + kLanes - 1) / kLanes;
     blocks_.assign(nb * kVectors * dims, V2{0, 0});
@@ -157,6 +215,7 @@ class KnnLearner final : public Learner {
   Matrix points_;               // standardised, row-major (the model file's layout)
   std::vector<V2> blocks_;       // the same, blocked for the scan
   std::vector<double> y_;
+  std::vector<double> w_;  // the points' weights; empty: all 1
 };
 
 }  // namespace

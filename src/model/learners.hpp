@@ -25,10 +25,11 @@ struct Matrix {
   [[nodiscard]] std::span<double> row(std::size_t i) { return {data.data() + i * cols, cols}; }
 };
 
-// Per-column standardisation fitted on finite values; NaN maps to 0 (the mean).
+// Per-column standardisation fitted on finite values; NaN maps to 0 (the mean). With row
+// weights (empty: all 1) the weighted mean and standard deviation, as of the rows repeated.
 struct Standardizer {
   std::vector<double> mean, scale;
-  void fit(const Matrix& x);
+  void fit(const Matrix& x, std::span<const double> weights = {});
   void apply(std::span<const double> in, std::span<double> out) const;
   [[nodiscard]] nlohmann::json to_json() const;
   void from_json(const nlohmann::json& j);
@@ -59,11 +60,20 @@ template <typename T>
   return out;
 }
 
+// Row weights of a fit: empty means every row counts once; else one finite weight > 0 per row,
+// and a row of weight w fits as w copies of it would (exactly for integer weights in ridge,
+// kNN, kernel ridge and extra trees up to the last bits of sums; XGBoost to tolerance, its row
+// subsampling draws a row once, not each copy). Throws Error(kInvalidArgument) otherwise.
+void check_row_weights(std::span<const double> weights, std::size_t rows, const char* learner);
+[[nodiscard]] bool unit_weights(std::span<const double> weights);  // empty or all exactly 1
+
 class Learner {
  public:
   virtual ~Learner() = default;
   [[nodiscard]] virtual std::string name() const = 0;
-  virtual void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) = 0;
+  void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) { fit(x, y, {}, seed); }
+  virtual void fit(const Matrix& x, std::span<const double> y, std::span<const double> weights,
+                   std::uint64_t seed) = 0;
   [[nodiscard]] virtual double predict(std::span<const double> x) const = 0;
   virtual void predict_many(const Matrix& x, std::span<double> out) const;
   [[nodiscard]] virtual nlohmann::json to_json() const = 0;
@@ -123,10 +133,11 @@ struct KernelChoice {
 
 // Kernel ridge's length scale and λ by cross-validation over x's rows: folds grouped by
 // `groups` (one id per row; the stack passes the CNN model) when there are >= 3 groups, else
-// rows in turn. Squared error; the grid is the config's.
+// rows in turn. Squared error, weighted by the row weights (empty: all 1); the grid is the config's.
 [[nodiscard]] KernelChoice tune_kernel_ridge(const Matrix& x, std::span<const double> y,
                                              std::span<const std::uint32_t> groups,
-                                             const LearnerConfig& config, std::uint64_t seed);
+                                             const LearnerConfig& config, std::uint64_t seed,
+                                             std::span<const double> weights = {});
 
 // ---- The learner registry (learner_registry.cpp): name → factory, used by the fit (config.learners)
 // and by the model file (each learner's "name"). One file per learner: <name>_learner.cpp. ----

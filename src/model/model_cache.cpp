@@ -14,6 +14,7 @@
 
 #include "epochcast/core/error.hpp"
 #include "epochcast/core/read_file.hpp"
+#include "epochcast/model/scaling_prior.hpp"
 #include "stacked_internal.hpp"
 
 namespace epochcast {
@@ -87,6 +88,9 @@ std::shared_ptr<const StackedModel> default_model(ProgressFn progress) {
       // Any valid model can sit at this path: it is the default only if it was fitted from the
       // bundled data (its fingerprint says so). Anything else is refitted and overwritten.
       if (model->data_fingerprint() == training_data_fingerprint(ds, make_pairs(ds), catalog)) {
+        // The key covers the prior's inputs and the program: its prior is this process's.
+        if (options.calibrated_prior && catalog_path == default_gpu_catalog_path())
+          adopt_calibrated_scaling_prior(model->scaling_prior());
         cached = model;
         return cached;
       }

@@ -23,8 +23,12 @@ class RidgeLearner final : public Learner {
   std::string name() const override { return "ridge"; }
   std::size_t columns_read() const override { return coef_.size(); }
 
-  void fit(const Matrix& x, std::span<const double> y, std::uint64_t) override {
-    scaler_.fit(x);
+  void fit(const Matrix& x, std::span<const double> y, std::span<const double> weights, std::uint64_t) override {
+    check_row_weights(weights, x.rows, "ridge");
+    // Row weights enter as √w on each row of the least squares: the normal equations ZᵀWZ,
+    // ZᵀWy of the rows repeated, and GCV over the weighted count (unit weights: as before).
+    const bool weighted = !unit_weights(weights);
+    scaler_.fit(x, weighted ? weights : std::span<const double>{});
     const auto n = static_cast<Eigen::Index>(x.rows), p = static_cast<Eigen::Index>(x.cols);
     Eigen::MatrixXd z(n, p);
     std::vector<double> buf(x.cols);
@@ -33,8 +37,19 @@ class RidgeLearner final : public Learner {
       for (Eigen::Index c = 0; c < p; ++c) z(i, c) = buf[c];
     }
     Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), n);
-    intercept_ = yv.mean();
-    yv.array() -= intercept_;
+    double count = static_cast<double>(n);
+    if (weighted) {
+      const Eigen::Map<const Eigen::VectorXd> w(weights.data(), n);
+      count = w.sum();
+      intercept_ = w.dot(yv) / count;
+      const Eigen::VectorXd root = w.cwiseSqrt();
+      yv.array() -= intercept_;
+      yv.array() *= root.array();
+      z = root.asDiagonal() * z;
+    } else {
+      intercept_ = yv.mean();
+      yv.array() -= intercept_;
+    }
     Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(z.transpose() * z);
     const Eigen::VectorXd d = eig.eigenvalues().cwiseMax(0.0);
     const Eigen::MatrixXd& v = eig.eigenvectors();
@@ -44,8 +59,8 @@ class RidgeLearner final : public Learner {
       const Eigen::VectorXd beta = v * (vty.array() / (d.array() + lambda)).matrix();
       const double rss = (yv - z * beta).squaredNorm();
       const double dof = (d.array() / (d.array() + lambda)).sum();
-      const double denom = static_cast<double>(n) - dof;
-      const double gcv = denom > 0 ? static_cast<double>(n) * rss / (denom * denom)
+      const double denom = count - dof;
+      const double gcv = denom > 0 ? count * rss / (denom * denom)
                                    : std::numeric_limits<double>::infinity();
       if (gcv < best_gcv) {
         best_gcv = gcv;

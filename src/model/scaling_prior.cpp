@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -203,8 +205,16 @@ ScalingFit fit_scaling_prior(const PublicTable& table, const GpuCatalog& catalog
   return out;
 }
 
+namespace {
+// The process's calibrated prior: computed by the first caller or adopted from a cached default
+// model; set once, never changed (so references to it stay valid).
+std::mutex calibrated_prior_mutex;
+std::optional<ScalingPrior> calibrated_prior_value;
+}  // namespace
+
 const ScalingPrior& calibrated_scaling_prior() {
-  static const ScalingPrior prior = [] {
+  std::lock_guard lock(calibrated_prior_mutex);
+  if (!calibrated_prior_value) {
     const GpuCatalog catalog = load_gpu_catalog(default_gpu_catalog_path());
     const PublicTable table =
         load_public_throughput(default_public_throughput_path(), default_public_names_path(), catalog);
@@ -212,9 +222,14 @@ const ScalingPrior& calibrated_scaling_prior() {
     const PublicEvalReport logo = evaluate_public(table, catalog, false);
     p.fp32_code.interval_q_log = logo.interval_q_log(PrecisionClass::kFp32Code);
     p.mixed.interval_q_log = logo.interval_q_log(PrecisionClass::kMixed);
-    return p;
-  }();
-  return prior;
+    calibrated_prior_value = std::move(p);
+  }
+  return *calibrated_prior_value;
+}
+
+void adopt_calibrated_scaling_prior(const ScalingPrior& prior) {
+  std::lock_guard lock(calibrated_prior_mutex);
+  if (!calibrated_prior_value) calibrated_prior_value = prior;
 }
 
 }  // namespace epochcast

@@ -91,7 +91,7 @@ struct FitJob {
   const char* label = "";
   std::once_flag prepared;
   Matrix xt, xv;
-  std::vector<double> yt;
+  std::vector<double> yt, wt;
   std::vector<std::unique_ptr<Learner>> learners;
 };
 
@@ -99,7 +99,7 @@ struct FitJob {
 // fit run as one queue on `threads` workers, each learner single-threaded, longest first, so
 // no core waits for a fold set or for the final fit's single-threaded XGBoost. Each task has
 // its own seed and writes its own rows: the result does not depend on the thread count.
-void run_fits(const Matrix& x, const std::vector<double>& y, std::vector<FitJob>& jobs,
+void run_fits(const Matrix& x, const std::vector<double>& y, const std::vector<double>& w, std::vector<FitJob>& jobs,
               const LearnerConfig& config, double lo, double hi,
               const std::function<void(std::string_view)>& tick) {
   const std::size_t p = x.cols;
@@ -136,24 +136,28 @@ void run_fits(const Matrix& x, const std::vector<double>& y, std::vector<FitJob>
       const std::size_t l = tasks[t].learner;
       const Matrix* xt = &x;
       const std::vector<double>* yt = &y;
+      const std::vector<double>* wt = &w;
       if (job.split) {
         std::call_once(job.prepared, [&] {
           const auto& [train, test] = *job.split;
           job.xt = Matrix(train.size(), p);
           job.xv = Matrix(test.size(), p);
           job.yt.resize(train.size());
+          if (!w.empty()) job.wt.resize(train.size());
           for (std::size_t i = 0; i < train.size(); ++i) {
             std::copy_n(x.row(train[i]).begin(), p, job.xt.row(i).begin());
             job.yt[i] = y[train[i]];
+            if (!w.empty()) job.wt[i] = w[train[i]];
           }
           for (std::size_t i = 0; i < test.size(); ++i) std::copy_n(x.row(test[i]).begin(), p, job.xv.row(i).begin());
         });
         xt = &job.xt;
         yt = &job.yt;
+        wt = &job.wt;
       }
       Learner& learner = *job.learners[l];
       const std::string name = learner.name();
-      learner.fit(*xt, *yt, job.seed + l);
+      learner.fit(*xt, *yt, *wt, job.seed + l);
       if (job.split) {
         const auto& test = job.split->test;
         std::vector<double> out(test.size());
@@ -184,8 +188,21 @@ void run_fits(const Matrix& x, const std::vector<double>& y, std::vector<FitJob>
 }
 
 // The level-quantile of absolute residuals, split-conformal style: the ceil(level*(n+1))-th.
-double conformal_quantile(std::vector<double> resid, double level) {
+// With row weights (empty: all 1) n is their sum and a residual of weight w fills w ranks, as
+// the residuals repeated would.
+double conformal_quantile(std::vector<double> resid, double level, const std::vector<double>& weights = {}) {
   if (resid.empty()) return 0;
+  if (!weights.empty()) {
+    std::vector<std::pair<double, double>> rw(resid.size());
+    double total = 0;
+    for (std::size_t i = 0; i < resid.size(); ++i) rw[i] = {resid[i], weights[i]}, total += weights[i];
+    std::sort(rw.begin(), rw.end());
+    const double rank = std::max(1.0, std::ceil(level * (total + 1)));
+    double seen = 0;
+    for (const auto& [r, w] : rw)
+      if ((seen += w) >= rank) return r;
+    return rw.back().first;
+  }
   std::sort(resid.begin(), resid.end());
   const std::size_t n = resid.size();
   const auto rank = static_cast<std::size_t>(std::ceil(level * static_cast<double>(n + 1)));
@@ -210,6 +227,20 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   if (options.calibrated_prior) model_prior.scaling_prior_ = calibrated_scaling_prior();
   Matrix x(n, p);
   std::vector<double> y(n), prior(n, 0.0);
+  // Pair weights (RunPair::weight) as every learner's row weights; all 1: none (the fit as
+  // before weights, bit for bit). Meta weights, intervals and the trusted excess weigh them too.
+  std::vector<double> weight;
+  if (!std::all_of(pairs.begin(), pairs.end(), [](const RunPair& r) { return r.weight == 1.0; })) {
+    weight.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      weight[i] = pairs[i].weight;
+      if (!(weight[i] > 0) || !std::isfinite(weight[i]))
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("training pair {} (rows {} and {} of '{}') has weight {}: a pair weight must be a "
+                                "finite number > 0",
+                                i, pairs[i].source, pairs[i].target, ds.source, weight[i]));
+    }
+  }
   std::vector<std::string> group(n), source_gpu(n), target_gpu(n);
   std::set<std::string> sources, targets;
   for (std::size_t i = 0; i < n; ++i) {
@@ -282,7 +313,7 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     std::vector<std::uint32_t> groups(n);
     for (std::size_t i = 0; i < n; ++i)
       groups[i] = model_id.emplace(ds.rows[pairs[i].source].model, static_cast<std::uint32_t>(model_id.size())).first->second;
-    const KernelChoice k = tune_kernel_ridge(x, y, groups, config, options.seed);
+    const KernelChoice k = tune_kernel_ridge(x, y, groups, config, options.seed, weight);
     config.kernel_length_scale = k.length_scale;
     config.kernel_lambda = k.lambda;
   }
@@ -326,7 +357,7 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   }
   jobs.back().seed = options.seed + 104729;
   jobs.back().label = "final";
-  run_fits(x, y, jobs, config, clamp_lo, clamp_hi, tick);
+  run_fits(x, y, weight, jobs, config, clamp_lo, clamp_hi, tick);
   std::vector<std::size_t> gpu_rows;  // rows with a GPU-held-out prediction
   for (const auto& sp : gpu_splits) gpu_rows.insert(gpu_rows.end(), sp.test.begin(), sp.test.end());
   std::sort(gpu_rows.begin(), gpu_rows.end());
@@ -355,6 +386,20 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
       b(ni + k) = yv(static_cast<Eigen::Index>(gpu_rows[static_cast<std::size_t>(k)]));
     }
   }
+  // Weighted least squares: each row (and its label) times √weight.
+  auto weigh_rows = [&](Eigen::MatrixXd& m, Eigen::VectorXd& v, const std::vector<std::size_t>& pair_of_row) {
+    if (weight.empty()) return;
+    for (Eigen::Index r = 0; r < m.rows(); ++r) {
+      const double root = std::sqrt(weight[pair_of_row[static_cast<std::size_t>(r)]]);
+      m.row(r) *= root;
+      v(r) *= root;
+    }
+  };
+  std::vector<std::size_t> pair_of_row(n);
+  std::iota(pair_of_row.begin(), pair_of_row.end(), 0);
+  std::vector<std::size_t> pair_of_row_gpu = pair_of_row;
+  pair_of_row_gpu.insert(pair_of_row_gpu.end(), gpu_rows.begin(), gpu_rows.end());
+  weigh_rows(a, b, pair_of_row_gpu);
   model.meta_weights_unseen_ = nnls_columns(a, b, extrapolating);
   if (workload_splits.empty()) {
     model.meta_weights_ = model.meta_weights_unseen_;
@@ -365,6 +410,9 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
     seen.bottomRows(ni) = oof_workload;
     yy.head(ni) = yv;
     yy.tail(ni) = yv;
+    std::vector<std::size_t> twice = pair_of_row;
+    twice.insert(twice.end(), pair_of_row.begin(), pair_of_row.end());
+    weigh_rows(seen, yy, twice);
     model.meta_weights_ = nnls_small(seen, yy);
   }
   // Split-conformal: the level-quantile of the stack's out-of-fold absolute residuals.
@@ -377,10 +425,13 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   };
   std::vector<double> resid(n);
   for (std::size_t i = 0; i < n; ++i) resid[i] = stack_resid(oof, i);
-  model.interval_q_log_ = conformal_quantile(std::move(resid), options.interval_level);
-  std::vector<double> resid_gpu;
-  for (std::size_t i : gpu_rows) resid_gpu.push_back(stack_resid(oof_gpu, i));
-  model.interval_unseen_q_log_ = conformal_quantile(std::move(resid_gpu), options.interval_level);
+  model.interval_q_log_ = conformal_quantile(std::move(resid), options.interval_level, weight);
+  std::vector<double> resid_gpu, weight_gpu;
+  for (std::size_t i : gpu_rows) {
+    resid_gpu.push_back(stack_resid(oof_gpu, i));
+    if (!weight.empty()) weight_gpu.push_back(weight[i]);
+  }
+  model.interval_unseen_q_log_ = conformal_quantile(std::move(resid_gpu), options.interval_level, weight_gpu);
 
   model.learners_ = std::move(jobs.back().learners);
   model.source_gpus_.assign(sources.begin(), sources.end());
@@ -394,7 +445,7 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   // out-of-fold learners, the prior blended as predict blends it), the candidate of least MAPE.
   if (options.calibrated_prior && options.shrink_span_log > 0 && !gpu_rows.empty()) {
     struct Row {
-      double excess, f5, cal, corr, y;
+      double excess, f5, cal, corr, y, w;
     };
     std::vector<Row> rows;
     double max_excess = 0;
@@ -413,7 +464,8 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
         const double cal = scaling_log_ratio(model_prior.scaling_prior_.params(PrecisionClass::kFp32Code),
                                              s.features.get(Metric::kGpuUtil, Stat::kMean) / 100.0,
                                              model_prior.scaling_prior_.reference, sg, tg, Precision::kAuto);
-        rows.push_back({spec_excess(lo, hi, sg, tg, Precision::kAuto), prior[i], cal, corr, y[i] + prior[i]});
+        rows.push_back({spec_excess(lo, hi, sg, tg, Precision::kAuto), prior[i], cal, corr, y[i] + prior[i],
+                        weight.empty() ? 1.0 : weight[i]});
         max_excess = std::max(max_excess, rows.back().excess);
       }
     }
@@ -423,7 +475,7 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
       double err = 0;
       for (const Row& r : rows) {
         const double sh = shrink_at(r.excess, trusted, options.shrink_span_log);
-        err += std::abs(std::exp(sh * r.f5 + (1 - sh) * r.cal + sh * r.corr - r.y) - 1.0);
+        err += r.w * std::abs(std::exp(sh * r.f5 + (1 - sh) * r.cal + sh * r.corr - r.y) - 1.0);
       }
       if (err < best - 1e-12) best = err, model.trusted_excess_log_ = trusted;
       if (trusted >= max_excess) break;

@@ -30,7 +30,8 @@ void xgb_check(int status, const char* what) {
 
 class XgbMatrix {
  public:
-  XgbMatrix(const Matrix& x, std::span<const double> y) {
+  // Row weights (empty: none set, XGBoost's all-1 default): gradients and hessians scaled by them.
+  XgbMatrix(const Matrix& x, std::span<const double> y, std::span<const double> weights = {}) {
     std::vector<float> values(x.data.begin(), x.data.end());
     xgb_check(XGDMatrixCreateFromMat(values.data(), x.rows, x.cols,
                                      std::numeric_limits<float>::quiet_NaN(), &handle_),
@@ -38,6 +39,10 @@ class XgbMatrix {
     std::vector<float> labels(y.begin(), y.end());
     xgb_check(XGDMatrixSetFloatInfo(handle_, "label", labels.data(), labels.size()),
               "XGDMatrixSetFloatInfo");
+    if (!weights.empty()) {
+      std::vector<float> w(weights.begin(), weights.end());
+      xgb_check(XGDMatrixSetFloatInfo(handle_, "weight", w.data(), w.size()), "XGDMatrixSetFloatInfo weight");
+    }
   }
   ~XgbMatrix() {
     if (handle_) XGDMatrixFree(handle_);
@@ -75,8 +80,9 @@ class XgbLearner final : public Learner {
   std::string name() const override { return "xgboost"; }
   std::size_t columns_read() const override { return cols_; }
 
-  void fit(const Matrix& x, std::span<const double> y, std::uint64_t seed) override {
-    XgbMatrix train(x, y);
+  void fit(const Matrix& x, std::span<const double> y, std::span<const double> weights, std::uint64_t seed) override {
+    check_row_weights(weights, x.rows, "xgboost");
+    XgbMatrix train(x, y, unit_weights(weights) ? std::span<const double>{} : weights);
     DMatrixHandle cache[] = {train.get()};
     auto booster = std::make_unique<XgbBooster>(cache, 1);
     booster->set("objective", "reg:squarederror");

@@ -40,9 +40,10 @@ class StoreLink {
   JobStore store_;
 };
 
-// Each measured pair of the store counts this many times among the training pairs: a pair of
-// the operator's own job on the operator's GPUs is worth more than one of 2022's bundled runs,
-// and 20 of them must move a fit of ~1,500 bundled pairs (docs/store.md, "fit --store").
+// Each measured pair of the store counts this many times among the training pairs (its
+// RunPair::weight, every learner's row weight): a pair of the operator's own job on the
+// operator's GPUs is worth more than one of 2022's bundled runs, and 20 of them must move a fit
+// of ~1,500 bundled pairs (docs/store.md, "fit --store").
 inline constexpr int kStorePairWeight = 3;
 
 struct StoreTraining {
@@ -52,7 +53,7 @@ struct StoreTraining {
 };
 
 // Adds the accepted measured pairs of the store at `path` (read-only) to `dataset`/`pairs`,
-// repeated kStorePairWeight times; `checker` is the model the reused-key check predicts with.
+// each of weight kStorePairWeight; `checker` is the model the reused-key check predicts with.
 // Names the rows in dataset.source, which the model file keeps (training.dataset).
 StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,
                                  Dataset& dataset, std::vector<RunPair>& pairs);

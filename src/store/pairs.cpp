@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "epochcast/core/error.hpp"
+
 namespace epochcast {
 
 PairSet measured_pairs(const std::vector<RunRecord>& runs, const EpochPredictor& predict) {
@@ -45,7 +47,9 @@ PairSet measured_pairs(const std::vector<RunRecord>& runs, const EpochPredictor&
 }
 
 std::vector<std::int64_t> append_store_pairs(const std::vector<RunRecord>& runs, const PairSet& set, int weight,
-                                             Dataset& dataset, std::vector<RunPair>& pairs) {
+                                             Dataset& dataset, std::vector<RunPair>& pairs, PairWeighting how) {
+  if (weight < 1)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("store pair weight {}: it must be at least 1", weight));
   std::map<std::int64_t, const RunRecord*> by_id;
   for (const auto& r : runs) by_id[r.id] = &r;
   std::map<std::int64_t, std::size_t> row_of;
@@ -66,8 +70,12 @@ std::vector<std::int64_t> append_store_pairs(const std::vector<RunRecord>& runs,
   };
   for (const auto& p : set.pairs) {
     if (!by_id.count(p.source_run) || !by_id.count(p.target_run)) continue;
-    const RunPair rp{row(p.source_run), row(p.target_run)};
-    for (int i = 0; i < weight; ++i) pairs.push_back(rp);
+    if (how == PairWeighting::kRowWeight) {
+      pairs.push_back({row(p.source_run), row(p.target_run), static_cast<double>(weight)});
+    } else {
+      const RunPair rp{row(p.source_run), row(p.target_run)};
+      for (int i = 0; i < weight; ++i) pairs.push_back(rp);
+    }
   }
   std::vector<std::int64_t> ids;
   for (const auto& [id, _] : row_of) ids.push_back(id);

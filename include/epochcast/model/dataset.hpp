@@ -68,6 +68,9 @@ struct DatasetOptions {
 struct RunPair {
   std::size_t source;  // index into Dataset::rows
   std::size_t target;
+  // How many times the pair counts in the fit (every learner takes it as a row weight, > 0):
+  // a weight of w fits as w copies of the pair would (tests Learners.RowWeight*).
+  double weight = 1.0;
 };
 // Every ordered pair (source GPU != target GPU) of rows sharing a workload, in row order.
 [[nodiscard]] std::vector<RunPair> make_pairs(const Dataset& dataset);

@@ -77,5 +77,11 @@ struct ScalingFit {
 // GPU ids are its ids), each family's interval from its leave-one-GPU-out errors
 // (evaluate_public). Computed once per process. Throws when the table is unreadable.
 [[nodiscard]] const ScalingPrior& calibrated_scaling_prior();
+// Sets the process's calibrated prior to one computed before from the same inputs, unless it is
+// computed already: default_model() passes a cached default model's prior (its cache key covers
+// the catalog, the public table, its names and the program), so a refit in that process does
+// not recompute it (~4.7 s of CPU, docs/store.md "Speed"). Only the figures the model file keeps
+// are used (busy_level_log's), so fits with the adopted prior equal fits with the computed one.
+void adopt_calibrated_scaling_prior(const ScalingPrior& prior);
 
 }  // namespace epochcast

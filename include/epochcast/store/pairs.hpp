@@ -45,11 +45,18 @@ using EpochPredictor = std::function<double(const RunRecord& source, const std::
 // key make a pair (both directions), checked with `predict` (kReusedKeyFactor).
 [[nodiscard]] PairSet measured_pairs(const std::vector<RunRecord>& runs, const EpochPredictor& predict);
 
+// How a store pair's weight enters the fit: as RunPair::weight (each pair once, every learner
+// weighing its row), or as that many copies of the pair (the way before row weights: the
+// reference bench/store_scale_bench measures against; the same fit for ridge and kNN, to
+// tolerance for the others, at ~3x the store rows).
+enum class PairWeighting { kRowWeight, kDuplicate };
+
 // The store's runs that form accepted pairs as dataset rows (workload and CNN model
-// "job:<key>": their own fold group) and the pairs between them, repeated `weight` times,
+// "job:<key>": their own fold group) and the pairs between them, each counting `weight` times,
 // appended to `dataset` / `pairs`. Returns the store row ids used, sorted.
 std::vector<std::int64_t> append_store_pairs(const std::vector<RunRecord>& runs, const PairSet& set, int weight,
-                                             Dataset& dataset, std::vector<RunPair>& pairs);
+                                             Dataset& dataset, std::vector<RunPair>& pairs,
+                                             PairWeighting how = PairWeighting::kRowWeight);
 
 // "3, 5-9, 12": a short list of row ids for messages and the model file.
 [[nodiscard]] std::string compress_ids(const std::vector<std::int64_t>& sorted_ids);

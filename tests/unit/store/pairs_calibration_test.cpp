@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "epochcast/core/error.hpp"
 #include "epochcast/model/dataset.hpp"
 #include "epochcast/model/gpu_catalog.hpp"
 #include "epochcast/store/calibration.hpp"
@@ -99,7 +100,7 @@ TEST_F(PairsTest, SameWorkloadsAcrossTheBundledGpusAreAccepted) {
   EXPECT_LE(2 * set.refused.size(), all / 100);
 }
 
-TEST_F(PairsTest, StorePairsBecomeDatasetRowsInTheirOwnGroupRepeatedByWeight) {
+TEST_F(PairsTest, StorePairsBecomeDatasetRowsInTheirOwnGroupWeighted) {
   const auto pairs = make_pairs(*dataset_);
   const DatasetRow& s = dataset_->rows[pairs.front().source];
   const DatasetRow& t = dataset_->rows[pairs.front().target];
@@ -111,7 +112,16 @@ TEST_F(PairsTest, StorePairsBecomeDatasetRowsInTheirOwnGroupRepeatedByWeight) {
   EXPECT_EQ(ids, (std::vector<std::int64_t>{7, 9}));
   ASSERT_EQ(ds.rows.size(), 2u);
   EXPECT_EQ(ds.rows[0].model, "job:j");
-  EXPECT_EQ(out.size(), 6u);  // 2 directions x weight 3
+  ASSERT_EQ(out.size(), 2u);  // 2 directions, once each
+  for (const RunPair& p : out) EXPECT_EQ(p.weight, 3.0);
+  EXPECT_EQ(out[0].source, out[1].target);
+  // The reference way: three copies of each direction, weight 1.
+  Dataset dup;
+  std::vector<RunPair> copies;
+  append_store_pairs(runs, set, 3, dup, copies, PairWeighting::kDuplicate);
+  ASSERT_EQ(copies.size(), 6u);
+  for (const RunPair& p : copies) EXPECT_EQ(p.weight, 1.0);
+  EXPECT_THROW(append_store_pairs(runs, set, 0, dup, copies), Error);
   EXPECT_EQ(compress_ids({1, 2, 3, 5, 8, 9}), "1-3, 5, 8-9");
 }
 
