@@ -3,58 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <complex>
 #include <numeric>
 #include <random>
 
+#include "phase_surrogates.hpp"
+
 namespace epochcast {
-namespace {
-
-using cd = std::complex<double>;
-
-// In-place iterative radix-2 FFT; a.size() a power of two. inverse: unscaled.
-void fft(std::vector<cd>& a, bool inverse) {
-  const std::size_t n = a.size();
-  for (std::size_t i = 1, j = 0; i < n; ++i) {
-    std::size_t bit = n >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) std::swap(a[i], a[j]);
-  }
-  for (std::size_t len = 2; len <= n; len <<= 1) {
-    const double ang = 2 * M_PI / static_cast<double>(len) * (inverse ? 1 : -1);
-    const cd wl(std::cos(ang), std::sin(ang));
-    for (std::size_t i = 0; i < n; i += len) {
-      cd w(1);
-      for (std::size_t k = 0; k < len / 2; ++k) {
-        const cd u = a[i + k], v = a[i + k + len / 2] * w;
-        a[i + k] = u + v;
-        a[i + k + len / 2] = u - v;
-        w *= wl;
-      }
-    }
-  }
-}
-
-// Least-squares line of y over its index: (intercept, slope).
-std::pair<double, double> line_fit(std::span<const double> y) {
-  const double n = static_cast<double>(y.size());
-  if (y.size() < 2) return {y.empty() ? 0.0 : y[0], 0.0};
-  const double mx = (n - 1) / 2;
-  double my = 0;
-  for (double v : y) my += v;
-  my /= n;
-  double sxy = 0, sxx = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const double dx = static_cast<double>(i) - mx;
-    sxy += dx * (y[i] - my);
-    sxx += dx * dx;
-  }
-  const double b = sxx > 0 ? sxy / sxx : 0;
-  return {my - b * mx, b};
-}
-
-}  // namespace
 
 bool fill_linear(std::vector<double>& v) {
   std::size_t first = v.size();
@@ -75,59 +29,7 @@ bool fill_linear(std::vector<double>& v) {
 
 void phase_randomise(const std::vector<std::span<const double>>& series, std::uint64_t seed,
                      std::vector<std::vector<double>>& out, bool amplitude_adjust) {
-  out.resize(series.size());
-  if (series.empty()) return;
-  const std::size_t n = series[0].size();
-  std::size_t m = 1;
-  while (m < n) m <<= 1;
-  // One set of random phases for every series (the cross-spectra are kept).
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 2 * M_PI);
-  std::vector<cd> rot(m, cd(1));
-  for (std::size_t k = 1; k < (m + 1) / 2; ++k) {
-    rot[k] = std::polar(1.0, u(rng));
-    rot[m - k] = std::conj(rot[k]);
-  }
-  std::vector<cd> a(m);
-  std::vector<std::size_t> order(n);
-  std::vector<double> sorted(n);
-  for (std::size_t s = 0; s < series.size(); ++s) {
-    const auto y = series[s];
-    auto& o = out[s];
-    o.assign(n, 0.0);
-    if (n < 4) {
-      o.assign(y.begin(), y.end());
-      continue;
-    }
-    const auto [a0, b] = line_fit(y);
-    for (std::size_t i = 0; i < m; ++i) a[i] = i < n ? cd(y[i] - (a0 + b * static_cast<double>(i))) : cd(0);
-    fft(a, false);
-    for (std::size_t k = 0; k < m; ++k) a[k] *= rot[k];
-    fft(a, true);
-    if (!amplitude_adjust) {
-      const double inv = 1.0 / static_cast<double>(m);
-      for (std::size_t i = 0; i < n; ++i) o[i] = a[i].real() * inv + a0 + b * static_cast<double>(i);
-      continue;
-    }
-    // Amplitude adjustment: rank of the surrogate value -> the original residual of that rank.
-    std::vector<double> resid(n);
-    for (std::size_t i = 0; i < n; ++i) resid[i] = y[i] - (a0 + b * static_cast<double>(i));
-    sorted = resid;
-    std::sort(sorted.begin(), sorted.end());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t p, std::size_t q) { return a[p].real() < a[q].real(); });
-    for (std::size_t r = 0; r < n; ++r) o[order[r]] = sorted[r];
-    for (std::size_t i = 0; i < n; ++i) o[i] += a0 + b * static_cast<double>(i);
-    // Once more on the values themselves (trend restored): each channel keeps exactly its own
-    // readings, reading steps included.
-    sorted.assign(y.begin(), y.end());
-    std::sort(sorted.begin(), sorted.end());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t p, std::size_t q) { return o[p] < o[q]; });
-    std::vector<double> v(n);
-    for (std::size_t r = 0; r < n; ++r) v[order[r]] = sorted[r];
-    o = std::move(v);
-  }
+  detail::PhaseSurrogates(series, amplitude_adjust).make(seed, out);
 }
 
 void phase_randomise(std::vector<std::vector<double>>& series, std::uint64_t seed) {

@@ -1,5 +1,9 @@
 // Private signal helpers of the epoch stage: uniform resampling, gap filling, robust scale,
 // averaging pyramid, autocorrelation. All O(n) or O(n * lags); no allocation in inner loops.
+// Defined one concept per file: signal_checks.cpp (range and timestamp checks), resample.cpp
+// (resampling, gap filling), robust_sample.cpp (quantiles, block subsamples, line sums),
+// zscore_sweep.cpp (the z-score pyramid, halving), smoothing.cpp (moving averages),
+// autocorrelation.cpp (ACF sweeps, parabolic offset), busy_runs.cpp, reading_step.cpp.
 #pragma once
 
 #include <array>
