@@ -8,7 +8,8 @@
 // measured pairs the store calibration (shrinkage, store/calibration.hpp) is fitted on them and
 // the MAPE is scored on the jobs that have not arrived (the jobs past the first kMaxPairs, the
 // same set for every n). At n = kMaxPairs a refit with the pairs in the training data
-// (fit --store, weight kStorePairWeight) is scored too, in the first order only.
+// (fit --store, weight kStorePairWeight) is scored too, in the first order only, alone and with
+// the calibration fitted on its out-of-fold residuals of the 20 pairs ("+calib").
 //
 // Writes a table to stdout, fleet_replay.json and fleet_replay.svg to the folder given
 // (default: the current one). Not a Google Benchmark: a replay with one result.
@@ -227,20 +228,16 @@ int main(int argc, char** argv) {
                 train.push_back({is, it, static_cast<double>(kStorePairWeight)});
                 train.push_back({it, is, static_cast<double>(kStorePairWeight)});
               }
+              const std::size_t first_store = train.size() - 2 * kMaxPairs;
               const StackedModel refit = fit_model_on_pairs(fleet, train, catalog, fopt);
               ++fits;
-              // The calibration on top of the refit, from its (in-sample) residuals on the 20 pairs.
+              // The calibration on top of the refit, from its out-of-fold residuals on the 20 pairs
+              // (each job its own fold group: the refit's error on a job it did not see). The
+              // in-sample residuals, used before, are those of pairs just fitted: they moved nothing.
               std::vector<PairResidual> rres;
-              for (std::size_t k = 0; k < kMaxPairs; ++k) {
-                const Job& jb = jobs[order[k]];
-                for (int dir = 0; dir < 2; ++dir) {
-                  const std::size_t sr = dir ? jb.tgt_row : jb.src_row, tr = dir ? jb.src_row : jb.tgt_row;
-                  const double p = refit.predict(ds.rows[sr].features, ds.rows[sr].epoch_s,
-                                                 *catalog.find(ds.rows[sr].gpu_id), *catalog.find(ds.rows[tr].gpu_id))
-                                       .epoch_s;
-                  rres.push_back({ds.rows[sr].gpu_id, ds.rows[tr].gpu_id, std::log(ds.rows[tr].epoch_s / p)});
-                }
-              }
+              for (std::size_t i = first_store; i < train.size(); ++i)
+                rres.push_back({fleet.rows[train[i].source].gpu_id, fleet.rows[train[i].target].gpu_id,
+                                refit.out_of_fold_log_residuals().at(i)});
               const Calibration rcal = fit_calibration(rres);
               for (int dir = 0; dir < 2; ++dir) {
                 const std::string s = dir ? gb : ga, t = dir ? ga : gb;
