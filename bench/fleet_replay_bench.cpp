@@ -8,7 +8,8 @@
 // measured pairs the store calibration (shrinkage, store/calibration.hpp) is fitted on them and
 // the MAPE is scored on the jobs that have not arrived (the jobs past the first kMaxPairs, the
 // same set for every n). At n = kMaxPairs a refit with the pairs in the training data
-// (fit --store, weight kStorePairWeight) is scored too, in the first order only, alone and with
+// (fit --store, weight kStorePairWeight) is scored too, in the first order only
+// (FLEET_REFIT_ORDERS=N: the first N), alone and with
 // the calibration fitted on its out-of-fold residuals of the 20 pairs ("+calib").
 //
 // Writes a table to stdout, fleet_replay.json and fleet_replay.svg to the folder given
@@ -103,6 +104,10 @@ int main(int argc, char** argv) {
   FitOptions fopt;
   std::size_t fits = 0;
   const bool refits = std::getenv("FLEET_NO_REFIT") == nullptr;
+  // Orders with a refit (the first N of the kOrders; FLEET_REFIT_ORDERS=N, default 1): each
+  // adds 24 fits. The refit columns are means over them and both halves.
+  const int refit_orders =
+      std::getenv("FLEET_REFIT_ORDERS") ? std::clamp(std::atoi(std::getenv("FLEET_REFIT_ORDERS")), 1, kOrders) : 1;
   const std::vector<Variant> vars = variants();
   std::map<std::string, double> worst_both_ways;
   std::map<std::string, std::size_t> refused_same_job, checked_same_job;
@@ -212,7 +217,7 @@ int main(int argc, char** argv) {
                 if (o == 0 && n == 0) acc.history_jobs.push_back(static_cast<double>(history.size() - held.size()) / 2);
               }
             }
-            if (o == 0 && refits) {
+            if (o < refit_orders && refits) {
               // Refit with the first kMaxPairs jobs' pairs (both directions) in the training data.
               Dataset fleet = ds;
               std::vector<RunPair> train = kind == "seen" ? history : held;
@@ -278,6 +283,7 @@ int main(int argc, char** argv) {
   out["steps"] = kSteps;
   out["store_pair_weight"] = kStorePairWeight;
   out["fits"] = fits;
+  out["refit_orders"] = refit_orders;
   for (const auto& [kind, by_pair] : results) {
     fmt::print("\n{} GPU pairs (the bundled model {}): MAPE % on the jobs not yet seen, mean of {} orders x 2 halves\n",
                kind, kind == "seen" ? "was fitted on them" : "never saw them: held out of its fit", kOrders);
