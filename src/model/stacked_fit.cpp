@@ -425,6 +425,13 @@ StackedModel fit_model_on_pairs(const Dataset& ds, const std::vector<RunPair>& p
   };
   std::vector<double> resid(n);
   for (std::size_t i = 0; i < n; ++i) resid[i] = stack_resid(oof, i);
+  model.oof_log_residuals_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (std::size_t l = 0; l < n_learners; ++l)
+      sum += model.meta_weights_[l] * oof(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(l));
+    model.oof_log_residuals_[i] = y[i] - sum;
+  }
   model.interval_q_log_ = conformal_quantile(std::move(resid), options.interval_level, weight);
   std::vector<double> resid_gpu, weight_gpu;
   for (std::size_t i : gpu_rows) {

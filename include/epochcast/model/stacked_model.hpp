@@ -146,6 +146,12 @@ class StackedModel {
   // What it was fitted on (the file's training.dataset): a path, with "+ store DB runs 1-4, 9
   // (…)" for the job store rows a `fit --store` or a refit learned from.
   [[nodiscard]] const std::string& dataset_source() const { return dataset_source_; }
+  // Per training pair, in the order given to the fit: log(measured / the stack's out-of-fold
+  // prediction), the folds grouped as the meta weights' (a store job is its own group, so its
+  // pairs' residuals are those of a model that never saw the job). In memory only: empty for a
+  // model loaded from a file. What a calibration after a refit learns from (in-sample residuals
+  // of the pairs just fitted are too small: docs/store.md).
+  [[nodiscard]] const std::vector<double>& out_of_fold_log_residuals() const { return oof_log_residuals_; }
 
  private:
   // The fit builds the state and the model file reads and writes it; nothing else (fit_model
@@ -175,6 +181,7 @@ class StackedModel {
   std::size_t training_pairs_ = 0;
   std::string dataset_source_;
   std::string data_fingerprint_;
+  std::vector<double> oof_log_residuals_;
 };
 
 // A fingerprint of what a fit on `pairs` reads: both rows of every pair (statistics, epoch
