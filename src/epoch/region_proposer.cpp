@@ -102,6 +102,7 @@ RegionProposal propose_by_region_search(const ProposerInput& in, const Analysis&
   h.p_value = H.p_value;
   h.p_phase = H.p_phase;
   h.p_block = H.p_block;
+  h.p_tail = H.p_tail;
   h.channels = an.metrics;
   // Level sample i stands for grid samples [i * block, (i + 1) * block): its centre.
   for (double b : H.boundaries)
