@@ -3,6 +3,8 @@
 // chain's where it falls short; then the whole-region search's verdict on that answer.
 #pragma once
 
+#include <string_view>
+
 #include <string>
 #include <vector>
 
@@ -20,5 +22,11 @@ Segmentation pick_proposal(const ProposerInput& in, const AcfProposal& acf, std:
 // The whole-region search's verdict on `e`, the other proposers' answer: confirmed, agreeing,
 // or no period.
 Segmentation arbitrate(Segmentation e, const RegionProposal& region, const DetectOptions& options, double dt);
+
+// The reason of an answer the whole-region search gave alone (beyond both nulls' tails).
+inline constexpr std::string_view kSearchAloneReason = "the whole-region search alone: ";
+inline bool is_search_alone_answer(const Segmentation& s) {
+  return s.found && std::string_view(s.reason).substr(0, kSearchAloneReason.size()) == kSearchAloneReason;
+}
 
 }  // namespace epochcast::detail

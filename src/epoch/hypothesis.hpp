@@ -24,6 +24,7 @@ struct PeriodHypothesis {
   // Evidence against chance where the proposer has a null (1: none). Whole-region search:
   // p_phase against phase-randomised surrogates, p_block against block-scrambled copies.
   double p_value = 1, p_phase = 1, p_block = 1;
+  double p_tail = 1;  // whole-region search: Gumbel tail against both nulls (null_tail.hpp)
   std::string why;   // the evidence in words, when this hypothesis is the answer
   std::string note;  // what it suggests, when another answer is taken
 };

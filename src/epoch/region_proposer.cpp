@@ -19,6 +19,12 @@ namespace {
 constexpr std::size_t kRegionLevelMax = 512;
 // Shortest period it tests, in level samples: the boundary slack (15 %) must be >= 1 sample.
 constexpr double kRegionMinPeriod = 6;
+// When the other proposers found no period but their candidate is shorter than this many level
+// samples (a 100-epoch run on 512 samples: ~5), the search steps to finer levels, up to
+// kRegionLevelMaxFine samples, so that it can test the candidate at all (twice the shortest
+// period: the slack is then ~2 samples). Guarded by ChainedRuns.* and the eval-long bench.
+constexpr double kRegionFinePeriod = 2 * kRegionMinPeriod;
+constexpr std::size_t kRegionLevelMaxFine = 2048;
 // Phase-randomised surrogates: with none scoring as well, p = 1/100 (kRegionAlpha, arbitration.cpp).
 constexpr int kRegionSurrogates = 99;
 // Block-scrambled copies: with none scoring as well, p = 1/20 (kRegionBlockAlpha).
@@ -43,6 +49,10 @@ RegionProposal propose_by_region_search(const ProposerInput& in, const Analysis&
   if (an.metrics.empty() || an.level_len.empty() || !(dt > 0)) return out;
   std::size_t l = 0;
   while (l + 1 < an.levels() && an.level_len[l] > kRegionLevelMax) ++l;
+  if (!e.found && e.candidate_period_s > 0)
+    while (l > 0 && an.level_len[l - 1] <= kRegionLevelMaxFine &&
+           e.candidate_period_s / dt / std::ldexp(1.0, static_cast<int>(l)) < kRegionFinePeriod)
+      --l;
   const double scale = std::ldexp(1.0, static_cast<int>(l));
   const double p_lo = std::max(kRegionMinPeriod, in.min_lag / scale);
   const double e_period_level = (e.found ? e.period_s : e.candidate_period_s) / dt / scale;
@@ -102,6 +112,7 @@ RegionProposal propose_by_region_search(const ProposerInput& in, const Analysis&
   h.p_value = H.p_value;
   h.p_phase = H.p_phase;
   h.p_block = H.p_block;
+  h.p_tail = H.p_tail;
   h.channels = an.metrics;
   // Level sample i stands for grid samples [i * block, (i + 1) * block): its centre.
   for (double b : H.boundaries)

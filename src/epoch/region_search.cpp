@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 
+#include "null_tail.hpp"
 #include "phase_surrogates.hpp"
 #include "region_scan.hpp"
 
@@ -84,6 +85,7 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
   // 1/24-1/8 of the region and put back in one random order (the two samples at each end stay:
   // the edge ramp). Every event is kept, their spacing is not. Stops at the first as good.
   int done_block = 0;
+  std::vector<double> block_max, phase_max;  // each surrogate's best score
   // When the other proposers agree, it goes on after one as good until half are (p > 0.5
   // then): the arbitration also asks whether the hypothesis beats the typical scrambled copy.
   const bool typical = o.agree_period > 0 && std::abs(o.agree_period - period) <= o.agree_tolerance * period;
@@ -103,7 +105,9 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
     for (const auto& [from, to] : blocks)
       for (std::size_t i = from; i < to; ++i) perm[w++] = i;
     permute_excursions(ex, perm, xs);
-    if (region_scan(xs, o, p_lo, p_hi, b.z).z >= b.z) ++ge_block;
+    const double zs = region_scan(xs, o, p_lo, p_hi, b.z).z;
+    if (zs >= b.z) ++ge_block;
+    block_max.push_back(zs);  // the scan's best unless it stopped at one as good
   }
   int done = 0;
   // When a block-scrambled copy scored as well (not significant), the phase test still says
@@ -121,7 +125,9 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
     ++done;
     phases->make(o.seed + 1 + static_cast<std::uint64_t>(s), sur);
     std::vector<std::span<const double>> sp(sur.begin(), sur.end());
-    if (region_scan(region_excursions(sp), o, p_lo, p_hi, b.z).z >= b.z) ++ge_phase;
+    const double zs = region_scan(region_excursions(sp), o, p_lo, p_hi, b.z).z;
+    if (zs >= b.z) ++ge_phase;
+    phase_max.push_back(zs);
   }
   H.ok = true;
   H.period_samples = period;
@@ -131,6 +137,8 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
   H.p_phase = done > 0 ? (1.0 + ge_phase) / (1.0 + done) : 1.0;
   H.p_block = o.block_surrogates > 0 ? (1.0 + ge_block) / (1.0 + done_block) : 0.0;
   H.p_value = H.p_phase;
+  if (ge_phase == 0 && ge_block == 0 && done == o.surrogates && done_block == o.block_surrogates)
+    H.p_tail = std::max(gumbel_tail_p(phase_max, b.z), o.block_surrogates > 0 ? gumbel_tail_p(block_max, b.z) : 0.0);
   H.epochs = static_cast<double>(n) / period;
   H.why = fmt::format("whole-region search: {} inner boundaries every {:.1f} samples, z = {:.1f} against random "
                       "positions, {}{}",

@@ -24,6 +24,9 @@ struct RegionSearchResult {
   double z = 0;                       // standardised boundary score against random positions
   double p_value = 1;                 // max of the two surrogate p-values (look-elsewhere included)
   double p_phase = 1, p_block = 1;
+  // Gumbel tail p of z among the surrogates' best scores (null_tail.hpp), the larger of the
+  // phase and block nulls'; 1 unless every surrogate of both ran and none scored as well.
+  double p_tail = 1;
   double epochs = 0;                  // region length / period
   std::string why;
 };

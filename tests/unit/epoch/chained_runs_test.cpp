@@ -93,5 +93,19 @@ TEST(ChainedRuns, NoSignatureChainAbstains) {
   }
 }
 
+// A 30-epoch resnet50 chain: the other proposers stay below their bar, the whole-region search
+// alone beats both nulls' extreme-value tail (Gumbel p <= 0.001) and their candidate is its
+// period: found within 2 % at the class's confidence 0.55 (arbitration.cpp kConfidenceAloneTail).
+TEST(ChainedRuns, SearchAloneBeyondTheTail) {
+  const auto base = testing::load_real_base(kDir, "resnet50_224_bs256_bf16");
+  const auto run = eval::chain_real_epochs(base, {30, 0.02}, 5);
+  const auto seg = detect_epochs(run.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_EQ(seg.reason.rfind("the whole-region search alone:", 0), 0u) << seg.reason;
+  EXPECT_DOUBLE_EQ(seg.confidence, 0.55);
+  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
+  EXPECT_GE(seg.epochs.size(), 20u);
+}
+
 }  // namespace
 }  // namespace epochcast
