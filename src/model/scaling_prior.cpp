@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include <Eigen/Dense>
 
@@ -33,6 +34,7 @@ constexpr const char* kReferenceGpu = "a100-80gb";
 constexpr double kMinLegacyEff = 0.05;
 // Parameters before the shares: compute, bandwidth and power exponents, the legacy tensor share.
 constexpr std::size_t kSharedParams = 4;
+constexpr Eigen::Index kLegacyIndex = 3;  // its place among them
 constexpr int kIterations = 200;
 
 double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
@@ -107,15 +109,22 @@ Eigen::VectorXd solve(const Problem& pr) {
     for (double v : r) c += 2.0 * (std::sqrt(1.0 + (v / kRobustScale) * (v / kRobustScale)) - 1.0);
     return c;
   };
+  // The legacy tensor share is a number of the mixed family only: fp32 code solves the system it
+  // solved before the share existed (bit for bit: its goldens did not move).
+  std::vector<Eigen::Index> active;
+  for (Eigen::Index j = 0; j < th.size(); ++j)
+    if (j != kLegacyIndex || pr.legacy_tensor) active.push_back(j);
+  const auto n_active = static_cast<Eigen::Index>(active.size());
   double lambda = 1e-2, current = cost(th);
   for (int it = 0; it < kIterations; ++it) {
     const Eigen::VectorXd r = residuals(pr, th);
-    Eigen::MatrixXd J(r.size(), th.size());
-    for (Eigen::Index j = 0; j < th.size(); ++j) {
+    Eigen::MatrixXd J(r.size(), n_active);
+    for (Eigen::Index col = 0; col < n_active; ++col) {
+      const Eigen::Index j = active[static_cast<std::size_t>(col)];
       Eigen::VectorXd a = th, b = th;
       const double h = 1e-6 * std::max(1.0, std::abs(th[j]));
       a[j] += h, b[j] -= h;
-      J.col(j) = (residuals(pr, a) - residuals(pr, b)) / (2 * h);
+      J.col(col) = (residuals(pr, a) - residuals(pr, b)) / (2 * h);
     }
     Eigen::VectorXd w(r.size());
     for (Eigen::Index i = 0; i < r.size(); ++i) w[i] = 1.0 / std::sqrt(1.0 + (r[i] / kRobustScale) * (r[i] / kRobustScale));
@@ -126,7 +135,8 @@ Eigen::VectorXd solve(const Problem& pr) {
       Eigen::MatrixXd A = JtWJ;
       A.diagonal().array() += lambda * (JtWJ.diagonal().array() + 1e-9);
       Eigen::VectorXd step = A.ldlt().solve(-g);
-      Eigen::VectorXd next = th + step;
+      Eigen::VectorXd next = th;
+      for (Eigen::Index col = 0; col < n_active; ++col) next[active[static_cast<std::size_t>(col)]] += step[col];
       clamp_shared(next, pr.legacy_tensor);
       const double c = cost(next);
       if (std::isfinite(c) && c < current) {
