@@ -36,8 +36,9 @@ double mean(const std::vector<double>& v) {
 
 const char* family_name(PrecisionClass c) { return c == PrecisionClass::kMixed ? "fp16" : "tf32"; }
 
-// Bisection steps for the job-agnostic floor: 60 halvings of [0, 10] reach 1e-17, below print.
+// Bisection steps for the job-agnostic floor: 60 halvings of [0, 1000] % reach 1e-15 %, far below print.
 constexpr int kFloorBisections = 60;
+// Upper end of the bisection: from r = 100 % on the window is unbounded, so this brackets it.
 constexpr double kFloorMaxPct = 1000.0;
 
 // Most truths of one pair (sorted log ratios) inside a window of log width w: what the best
