@@ -110,7 +110,7 @@ Eigen::VectorXd solve(const Problem& pr) {
     return c;
   };
   // The legacy tensor share is a number of the mixed family only: fp32 code solves the system it
-  // solved before the share existed (bit for bit: its goldens did not move).
+  // solved before the share existed (bit for bit: fit_small.json's fp32_code numbers are main's).
   std::vector<Eigen::Index> active;
   for (Eigen::Index j = 0; j < th.size(); ++j)
     if (j != kLegacyIndex || pr.legacy_tensor) active.push_back(j);
