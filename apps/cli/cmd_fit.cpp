@@ -41,6 +41,7 @@ nlohmann::json scaling_prior_json(const StackedModel& m) {
   auto params = [](const ScalingParams& p) {
     return nlohmann::json{{"compute_exp", p.compute_exp}, {"bandwidth_exp", p.bandwidth_exp},
                           {"power_exp", p.power_exp}, {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share},
+                          {"legacy_tensor_eff", p.legacy_tensor_eff},
                           {"interval_q_log", p.interval_q_log}};
   };
   return {{"used", m.options().calibrated_prior && m.options().residual_over_prior},
@@ -139,8 +140,9 @@ void add_fit_command(CLI::App& app) {
     if (model.options().calibrated_prior && model.options().residual_over_prior)
       for (auto [name, p] : {std::pair{"fp32 code", model.scaling_prior().fp32_code}, std::pair{"mixed", model.scaling_prior().mixed}})
         fmt::print("prior     {}: compute_exp {:.3f}, bandwidth_exp {:.3f}, power_exp {:.3f}, memory_share {:.3f}, fixed_share {:.3f}, "
-                   "90 % interval x/÷ {:.3f} (public table, leave one GPU out)\n",
-                   name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, p.fixed_share, std::exp(p.interval_q_log));
+                   "legacy_tensor_eff {:.3f}, 90 % interval x/÷ {:.3f} (public table, leave one GPU out)\n",
+                   name, p.compute_exp, p.bandwidth_exp, p.power_exp, p.memory_share, p.fixed_share, p.legacy_tensor_eff,
+                   std::exp(p.interval_q_log));
     if (model.options().calibrated_prior && model.options().residual_over_prior && model.options().shrink_span_log > 0)
       fmt::print("shrink    correction kept whole up to {:.2f}x beyond the training GPUs' compute peak or bandwidth "
                  "(chosen on the GPU-held-out folds), gone {:.0f}x further\n",

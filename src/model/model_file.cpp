@@ -40,15 +40,20 @@ constexpr const char* kFormatName = "epochcast-model";
 
 nlohmann::json scaling_params_json(const ScalingParams& p) {
   return {{"compute_exp", p.compute_exp},     {"bandwidth_exp", p.bandwidth_exp}, {"power_exp", p.power_exp},
-          {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share},
+          {"memory_share", p.memory_share}, {"fixed_share", p.fixed_share}, {"legacy_tensor_eff", p.legacy_tensor_eff},
           {"power_min_w", p.power_min_w},   {"power_max_w", p.power_max_w},     {"interval_q_log", p.interval_q_log}};
 }
 ScalingParams scaling_params_from_json(const nlohmann::json& j) {
+  // A format-7 file written before the legacy tensor share had none: its prior is the share 1.
+  const double legacy = j.value("legacy_tensor_eff", 1.0);
+  if (!(legacy > 0 && legacy <= 1))
+    throw Error(ErrorCode::kParse, "scaling_prior legacy_tensor_eff must lie in (0, 1], got " + std::to_string(legacy));
   return {.compute_exp = j.at("compute_exp").get<double>(),
           .bandwidth_exp = j.at("bandwidth_exp").get<double>(),
           .power_exp = j.at("power_exp").get<double>(),
           .memory_share = j.at("memory_share").get<double>(),
           .fixed_share = j.at("fixed_share").get<double>(),
+          .legacy_tensor_eff = legacy,
           .power_min_w = j.at("power_min_w").get<double>(),
           .power_max_w = j.at("power_max_w").get<double>(),
           .interval_q_log = j.at("interval_q_log").get<double>()};

@@ -77,4 +77,10 @@ ComputePath compute_path(Precision p, const GpuSpec& g) {
   return fp32;
 }
 
+bool legacy_tensor_path(Precision p, const GpuSpec& g) {
+  if (!(g.tensor_tf32_tflops == 0) || !(g.tensor_fp16_tflops > 0)) return false;
+  // The same choice compute_path makes: fp16 always, bf16 only where its figure is unknown.
+  return p == Precision::kFp16 || (p == Precision::kBf16 && std::isnan(g.tensor_bf16_tflops));
+}
+
 }  // namespace epochcast

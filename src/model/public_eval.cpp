@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -35,6 +36,95 @@ double mean(const std::vector<double>& v) {
 
 const char* family_name(PrecisionClass c) { return c == PrecisionClass::kMixed ? "fp16" : "tf32"; }
 
+// Bisection steps for the job-agnostic floor: 60 halvings of [0, 1000] % reach 1e-15 %, far below print.
+constexpr int kFloorBisections = 60;
+// Upper end of the bisection: from r = 100 % on the window is unbounded, so this brackets it.
+constexpr double kFloorMaxPct = 1000.0;
+
+// Most truths of one pair (sorted log ratios) inside a window of log width w: what the best
+// constant for that pair gets within the error whose window is w.
+std::size_t most_within(const std::vector<double>& sorted, double w) {
+  std::size_t best = 0;
+  for (std::size_t i = 0, j = 0; i < sorted.size(); ++i) {
+    while (j < sorted.size() && sorted[j] - sorted[i] <= w) ++j;
+    best = std::max(best, j - i);
+  }
+  return best;
+}
+
+// The least r (in %) such that one constant per pair puts half of all ratios within r: a ratio
+// is within r when its log error lies in [log(1 - r), log(1 + r)], a window of log width
+// log((1 + r) / (1 - r)).
+double job_agnostic_floor(std::vector<std::vector<double>> pairs) {
+  std::size_t n = 0;
+  for (auto& p : pairs) std::sort(p.begin(), p.end()), n += p.size();
+  if (n == 0) return 0;
+  const std::size_t need = (n + 1) / 2;
+  auto enough = [&](double r_pct) {
+    const double r = r_pct / 100.0;
+    const double w = r >= 1 ? 1e300 : std::log((1 + r) / (1 - r));
+    std::size_t got = 0;
+    for (const auto& p : pairs) got += most_within(p, w);
+    return got >= need;
+  };
+  double lo = 0, hi = kFloorMaxPct;
+  for (int it = 0; it < kFloorBisections; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (enough(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+// Iterations of the reweighted fit of the GPU levels (L1 by IRLS; converged well before).
+constexpr int kLevelIterations = 200;
+// Floor of |residual| in the IRLS weights (log units): keeps the weights finite.
+constexpr double kLevelIrlsFloor = 1e-4;
+
+// log time = workload offset + GPU level, fitted by least absolute residual (IRLS), per precision
+// family; returns every ordered pair's |error| in % of the levels' ratio against the truth.
+std::vector<double> gpu_level_oracle_errors(const std::map<std::tuple<std::string, Precision, std::string>, double>& means,
+                                            PrecisionClass cls) {
+  struct Cell { std::string gpu; Precision precision; std::string workload; double t; };
+  std::vector<Cell> cells;
+  for (const auto& [key, thr] : means)
+    if (precision_class(std::get<1>(key)) == cls) cells.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), -std::log(thr)});
+  std::map<std::string, double> level;                       // by GPU
+  std::map<std::pair<Precision, std::string>, double> offset;  // by (precision, workload)
+  for (const auto& c : cells) level[c.gpu] = 0, offset[{c.precision, c.workload}] = 0;
+  std::vector<double> w(cells.size(), 1.0);
+  for (int it = 0; it < kLevelIterations; ++it) {
+    // Weighted means alternate between the two effects, then the weights follow the residuals.
+    for (int pass = 0; pass < 2; ++pass) {
+      std::map<std::string, std::pair<double, double>> lsum;
+      std::map<std::pair<Precision, std::string>, std::pair<double, double>> osum;
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        const auto& c = cells[i];
+        if (pass == 0) {
+          auto& [s, n] = osum[{c.precision, c.workload}];
+          s += w[i] * (c.t - level[c.gpu]), n += w[i];
+        } else {
+          auto& [s, n] = lsum[c.gpu];
+          s += w[i] * (c.t - offset[{c.precision, c.workload}]), n += w[i];
+        }
+      }
+      for (const auto& [k, v] : osum) offset[k] = v.first / v.second;
+      for (const auto& [k, v] : lsum) level[k] = v.first / v.second;
+    }
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const auto& c = cells[i];
+      w[i] = 1.0 / std::max(kLevelIrlsFloor, std::abs(c.t - offset[{c.precision, c.workload}] - level[c.gpu]));
+    }
+  }
+  std::vector<double> errs;
+  for (const auto& a : cells)
+    for (const auto& b : cells)
+      if (a.gpu != b.gpu && a.precision == b.precision && a.workload == b.workload) {
+        const double truth = a.t - b.t, pred = level[a.gpu] - level[b.gpu];
+        errs.push_back(100.0 * std::abs(std::exp(pred - truth) - 1.0));
+      }
+  return errs;
+}
+
 }  // namespace
 
 double PublicEvalReport::interval_q_log(PrecisionClass c) const {
@@ -55,6 +145,7 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
   // Per (gpu, family): log errors of the calibrated prior, for the nested interval check.
   std::map<std::pair<std::string, std::string>, std::vector<double>> held_errors;
   std::map<std::string, std::map<std::string, std::vector<double>>> all_errors;  // family -> prior -> %
+  std::map<std::string, std::vector<std::vector<double>>> family_pair_truths;     // family -> per pair
   for (const std::string& held : table.gpu_ids()) {
     const ScalingFit a = fit_scaling_prior(table, catalog, held, true);
     const ScalingFit b = fit_scaling_prior(table, catalog, held, false);
@@ -62,6 +153,20 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
     for (PrecisionClass cls : {PrecisionClass::kMixed, PrecisionClass::kFp32Code}) {
       PublicEvalCell cell{held, family_name(cls), 0, {}, {}, 0};
       std::map<std::string, std::vector<double>> errs;
+      // Each other GPU's true log ratios to the held-out one, per precision, for the pair oracle.
+      std::map<std::pair<std::string, Precision>, std::vector<double>> pair_truths;
+      for (const auto& [key, thr_h] : means) {
+        const auto& [gpu, precision, workload] = key;
+        if (gpu != held || precision_class(precision) != cls) continue;
+        for (const auto& [key2, thr_o] : means)
+          if (std::get<0>(key2) != held && std::get<1>(key2) == precision && std::get<2>(key2) == workload)
+            pair_truths[{std::get<0>(key2), precision}].push_back(std::log(thr_o / thr_h));
+      }
+      std::map<std::pair<std::string, Precision>, double> pair_constant;
+      for (const auto& [k, v] : pair_truths) {
+        pair_constant[k] = median(v);
+        family_pair_truths[family_name(cls)].push_back(v);
+      }
       for (const auto& [key, thr_h] : means) {
         const auto& [gpu, precision, workload] = key;
         if (gpu != held || precision_class(precision) != cls) continue;
@@ -78,12 +183,12 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
           const double ps = scaling_log_ratio(spec_sheet, 1.0, o, o, h, precision);  // shares on the source
           const double pf = std::log(0.5 * o.memory_bandwidth_gbs / h.memory_bandwidth_gbs +
                                      0.5 * o.fp32_tflops / h.fp32_tflops);
-          const double preds[] = {pb, pa, ps, pf};
-          for (std::size_t k = 0; k < kPublicEvalPriors.size(); ++k)
-          {
+          const double po = pair_constant.at({other, precision});
+          const double preds[] = {pb, pa, ps, pf, po};
+          for (std::size_t k = 0; k < std::size(preds); ++k) {
             const double e = 100.0 * std::abs(std::exp(preds[k] - truth) - 1.0);
-            errs[kPublicEvalPriors[k]].push_back(e);
-            all_errors[family_name(cls)][kPublicEvalPriors[k]].push_back(e);
+            errs[kPublicEvalPriors.at(k)].push_back(e);
+            all_errors[family_name(cls)][kPublicEvalPriors.at(k)].push_back(e);
           }
           held_errors[{held, cell.family}].push_back(pb - truth);
           rep.calibrated_log_errors[cell.family].push_back(pb - truth);
@@ -113,6 +218,9 @@ PublicEvalReport evaluate_public(const PublicTable& table, const GpuCatalog& cat
   }
   for (const auto& [family, c] : covered)
     rep.overall_coverage_pct[family] = 100.0 * static_cast<double>(c.first) / static_cast<double>(c.second);
+  for (const auto& [family, pairs] : family_pair_truths) rep.job_agnostic_floor_pct[family] = job_agnostic_floor(pairs);
+  for (PrecisionClass cls : {PrecisionClass::kMixed, PrecisionClass::kFp32Code})
+    rep.gpu_level_oracle_pct[family_name(cls)] = median(gpu_level_oracle_errors(means, cls));
   for (const auto& [family, by_prior] : all_errors)
     for (const auto& [prior, e] : by_prior) rep.overall_median_pct[family][prior] = median(e);
   // Leave one workload out: the family's shares and exponents from the other workloads.

@@ -52,5 +52,9 @@ struct ComputePath {
   std::string warning;  // empty unless a fallback applied
 };
 [[nodiscard]] ComputePath compute_path(Precision p, const GpuSpec& gpu);
+// Whether `p` runs on the FP16 tensor cores of a GPU from before Ampere (Volta, Turing: FP16
+// tensor cores, no TF32 ones), whose peak the scaling prior realises only in part
+// (ScalingParams::legacy_tensor_eff). False where the catalog's TF32 figure is unknown.
+[[nodiscard]] bool legacy_tensor_path(Precision p, const GpuSpec& gpu);
 
 }  // namespace epochcast

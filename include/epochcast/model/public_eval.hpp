@@ -19,6 +19,9 @@ inline const std::vector<std::string> kPublicEvalPriors = {
     "workload_shares_known",     // the family with each workload's shares fitted on the other GPUs (a bound)
     "spec_sheet",               // precision-aware spec ratios, nothing fitted (exponents 1, half memory)
     "format5_prior",            // today's amdahl.memory_clock_split at busy 1, memory 0.5: FP32 and bandwidth
+    // The floor of any job-agnostic prior: one constant per (held-out GPU, other GPU, precision),
+    // the median of that pair's true log ratios over its workloads (an oracle: it reads the truth).
+    "pair_oracle",
 };
 
 struct PublicEvalCell {
@@ -47,6 +50,16 @@ struct PublicEvalReport {
   std::map<std::string, std::vector<double>> calibrated_log_errors;
   std::map<std::string, std::map<std::string, double>> overall_median_pct;  // family -> prior -> median
   std::map<std::string, double> overall_coverage_pct;                      // family
+  // The least overall median error any job-agnostic prior can reach (one predicted ratio per
+  // GPU pair and precision, whatever the workload), per family: the smallest r such that, with
+  // the best constant per pair, half of the held-out ratios lie within r. An exact bound, not a
+  // fit: the calibrated median cannot go below it without knowing the job.
+  std::map<std::string, double> job_agnostic_floor_pct;
+  // The median error of the best per-GPU level (one log-time level per GPU and precision, as
+  // every job-agnostic prior of this family gives, the ratio their difference), fitted in
+  // sample on every GPU including the held-out one by least absolute log error: no prior that
+  // scores a GPU by its figures alone can do better than a level fitted on the answers.
+  std::map<std::string, double> gpu_level_oracle_pct;
   // 90 % quantile of |log error| of the calibrated prior over all held-out ratios of a family.
   [[nodiscard]] double interval_q_log(PrecisionClass c) const;
 };

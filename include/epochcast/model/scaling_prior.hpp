@@ -4,7 +4,8 @@
 // pipeline, host), a memory-bound share and a compute-bound share; the memory share scales with
 // the bandwidth ratio to the power `bandwidth_exp`, the compute share with the precision's
 // compute-peak ratio to the power `compute_exp` times the power-limit ratio to `power_exp`
-// (how much of a spec ratio is realised), separately for fp32 code and mixed precision.
+// (how much of a spec ratio is realised), separately for fp32 code and mixed precision. A
+// pre-Ampere GPU's FP16 tensor peak counts at a fitted share (legacy_tensor_eff).
 #pragma once
 
 #include <cmath>
@@ -24,6 +25,10 @@ struct ScalingParams {
   double power_exp = 0;      // exponent of the power-limit ratio on the compute share
   double memory_share = 0.5; // memory-bound share of the busy time (scales with bandwidth)
   double fixed_share = 0;    // share of the busy time that scales with the SM clock only (launch- and latency-bound)
+  // Share of the FP16 tensor peak a GPU from before Ampere realises (Volta, Turing: no TF32
+  // tensor cores; legacy_tensor_path); fitted for mixed precision, 1 for fp32 code (those GPUs
+  // run it on their FP32 units, at their FP32 peak).
+  double legacy_tensor_eff = 1;
   // Power limits are clamped to the range of the GPUs the exponent was fitted on (0: no clamp):
   // a fitted term is not extrapolated (a 70 W T4 is read as the table's lowest, 150 W).
   double power_min_w = 0, power_max_w = 0;
@@ -44,7 +49,8 @@ struct ScalingPrior {
 // log of a job's busy time on `gpu` relative to `reference`: on the reference it splits by the
 // fitted shares into fixed, memory-bound and compute-bound parts; the fixed part scales with the
 // SM-clock ratio, the memory part with the
-// bandwidth ratio^bandwidth_exp, the compute part with the realised compute ratio (peak^compute_exp
+// bandwidth ratio^bandwidth_exp, the compute part with the realised compute ratio (peak^compute_exp,
+// a pre-Ampere FP16 tensor peak times legacy_tensor_eff,
 // x power limit^power_exp), which moves toward the SM-clock ratio as `busy` falls (a mostly idle
 // GPU runs small latency-bound kernels), as format 4's prior did.
 [[nodiscard]] double busy_level_log(const ScalingParams& p, double busy, const GpuSpec& reference, const GpuSpec& gpu,

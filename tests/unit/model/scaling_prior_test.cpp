@@ -210,6 +210,61 @@ TEST(ScalingPrior, FixedShareScalesWithTheSmClockOnly) {
   EXPECT_NEAR(busy_level_log(memory_only, 1.0, a, fast, Precision::kFp16), 0.0, 1e-12);
 }
 
+// Volta and Turing run fp16 on FP16 tensor cores without TF32 ones; only they get the share.
+TEST(ScalingPrior, LegacyTensorPathIsPreAmpereFp16Only) {
+  const GpuCatalog c = load_gpu_catalog(kCatalog);
+  EXPECT_TRUE(legacy_tensor_path(Precision::kFp16, *c.find("v100")));
+  EXPECT_TRUE(legacy_tensor_path(Precision::kFp16, *c.find("t4")));
+  EXPECT_TRUE(legacy_tensor_path(Precision::kFp16, *c.find("quadro-rtx8000")));
+  EXPECT_FALSE(legacy_tensor_path(Precision::kBf16, *c.find("v100")));  // its FP32 units, not tensor cores
+  EXPECT_FALSE(legacy_tensor_path(Precision::kTf32, *c.find("v100")));
+  EXPECT_FALSE(legacy_tensor_path(Precision::kFp16, *c.find("a100-80gb")));
+  EXPECT_FALSE(legacy_tensor_path(Precision::kFp16, *c.find("p100")));  // no tensor cores at all
+  // A compute-only job: the V100's tensor peak counts at the share, so half the share doubles
+  // its compute time against the A100 (compute_exp 1).
+  const GpuSpec &a = *c.find("a100-80gb"), &v = *c.find("v100");
+  ScalingParams compute_only{.compute_exp = 1, .bandwidth_exp = 1, .power_exp = 0, .memory_share = 0, .fixed_share = 0};
+  const double full = busy_level_log(compute_only, 1.0, a, v, Precision::kFp16);
+  compute_only.legacy_tensor_eff = 0.5;
+  EXPECT_NEAR(busy_level_log(compute_only, 1.0, a, v, Precision::kFp16) - full, std::log(2.0), 1e-12);
+  EXPECT_NEAR(busy_level_log(compute_only, 1.0, a, v, Precision::kTf32),
+              busy_level_log(ScalingParams{.compute_exp = 1, .bandwidth_exp = 1, .power_exp = 0, .memory_share = 0,
+                                           .fixed_share = 0},
+                             1.0, a, v, Precision::kTf32),
+              1e-12);
+}
+
+// Fitted on the public table, the pre-Ampere share is well inside (floor, 1) for mixed precision
+// and fixed at 1 for fp32 code; holding the V100 out still fits it (the Quadro RTX 8000 remains).
+TEST(ScalingPrior, LegacyTensorShareIsFittedBelowOne) {
+  const GpuCatalog c = load_gpu_catalog(kCatalog);
+  const PublicTable t = load_public_throughput(kTable, kNames, c);
+  for (const char* held : {"", "v100"}) {
+    const ScalingFit f = fit_scaling_prior(t, c, held);
+    EXPECT_GT(f.prior.mixed.legacy_tensor_eff, 0.2) << held;
+    EXPECT_LT(f.prior.mixed.legacy_tensor_eff, 0.95) << held;
+    EXPECT_EQ(f.prior.fp32_code.legacy_tensor_eff, 1.0) << held;
+  }
+}
+
+// The pair oracle (one constant per GPU pair, read from the truth) is the floor of a
+// job-agnostic prior: below the calibrated prior, above zero (workloads differ).
+TEST(ScalingPrior, PairOracleAndFloorAreBelowTheCalibratedPrior) {
+  const GpuCatalog c = load_gpu_catalog(kCatalog);
+  const PublicTable t = load_public_throughput(kTable, kNames, c);
+  const PublicEvalReport r = evaluate_public(t, c, false);
+  for (const char* family : {"fp16", "tf32"}) {
+    const auto& m = r.overall_median_pct.at(family);
+    EXPECT_LT(m.at("pair_oracle"), m.at("calibrated")) << family;
+    EXPECT_GT(m.at("pair_oracle"), 1.0) << family;
+    // The floor is the least median over every choice of one constant per pair: the pair
+    // oracle's median constants are one such choice.
+    const double floor = r.job_agnostic_floor_pct.at(family);
+    EXPECT_LE(floor, m.at("pair_oracle") + 1e-9) << family;
+    EXPECT_GT(floor, 1.0) << family;
+  }
+}
+
 TEST(ScalingPrior, RatiosAreConsistentAndIdleTimeDoesNotScale) {
   const GpuCatalog c = load_gpu_catalog(kCatalog);
   const ScalingPrior& p = calibrated_scaling_prior();

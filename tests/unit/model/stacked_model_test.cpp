@@ -92,6 +92,28 @@ TEST_F(Fixture, SaveLoadRoundTripGivesIdenticalPredictions) {
   }
 }
 
+// The mixed family's legacy tensor share travels in the model file; a format-7 file written
+// before it existed (no field) reads as share 1, the behaviour it was written with; a share
+// outside (0, 1] is refused naming the file.
+TEST_F(Fixture, ModelFileCarriesTheLegacyTensorShare) {
+  const std::string text = model_to_json(*model);
+  const StackedModel same = model_from_json(text, "same.json");
+  EXPECT_DOUBLE_EQ(same.scaling_prior().mixed.legacy_tensor_eff, model->scaling_prior().mixed.legacy_tensor_eff);
+  EXPECT_LT(same.scaling_prior().mixed.legacy_tensor_eff, 1.0);
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["scaling_prior"]["mixed"].erase("legacy_tensor_eff");
+  EXPECT_EQ(model_from_json(j.dump(), "older.json").scaling_prior().mixed.legacy_tensor_eff, 1.0);
+  j["scaling_prior"]["mixed"]["legacy_tensor_eff"] = 2.0;
+  try {
+    (void)model_from_json(j.dump(), "bad-share.json");
+    FAIL() << "a share above 1 must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.where().file, "bad-share.json");
+    EXPECT_NE(std::string(e.what()).find("legacy_tensor_eff"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Fixture, ModelFileCarriesXGBoostsOwnBufferAndTheSchema) {
   const nlohmann::json j = nlohmann::json::parse(model_to_json(*model));
   EXPECT_EQ(j["format"], "epochcast-model");
