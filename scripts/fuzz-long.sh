@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long fuzzing: every libFuzzer target for SECONDS each (default 4 h), at low priority, keeping
+# Long fuzzing: every libFuzzer target for SECONDS each (default 4 h), at nice 10, keeping
 # its corpus between runs (build-fuzz/fuzz-work/corpus-*), then one summary line per target:
 # executions, executions per second, coverage (libFuzzer's cov: edges and ft: features), corpus
 # size, crash inputs. Record each line in docs/fuzzing.md ("Runs") with the date and load.
@@ -15,7 +15,8 @@ if [ ! -x "$B/tests/fuzz/fuzz_http" ]; then
   nice cmake --build "$B" -j"${JOBS:-2}" --target fuzz_model_seed $(printf 'fuzz_%s ' "${targets[@]}")
 fi
 started=$(date -u +%FT%TZ)
-FUZZ_BUILD=$B nice -n 19 tests/fuzz/run.sh "$secs" "${targets[@]}"
+# nice 10 (FUZZ_NICE): at 19 the runs starved on a loaded box. FUZZ_RUNS=N: stop at N executions.
+FUZZ_BUILD=$B tests/fuzz/run.sh "$secs" "${targets[@]}"
 echo "fuzz-long: started $started, ${secs} s per target, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for t in "${targets[@]}"; do
   log=$B/fuzz-work/fuzz_$t.log

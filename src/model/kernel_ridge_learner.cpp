@@ -154,13 +154,13 @@ class KernelRidgeLearner final : public Learner {
     if (kernel != "rbf" && kernel != "matern52")
       throw Error(ErrorCode::kParse, "kernel ridge state: unknown kernel '" + kernel + "'");
     matern_ = kernel == "matern52";
-    columns_ = j.at("columns").get<std::vector<std::size_t>>();
+    columns_ = json_integers<std::size_t>(j.at("columns"));  // not get<>: -1.5 cast to size_t
     scaler_.from_json(j.at("scaler"));
     length_scale_ = j.at("length_scale").get<double>();
     lambda_ = j.at("lambda").get<double>();
     intercept_ = j.at("intercept").get<double>();
-    basis_.rows = j.at("rows").get<std::size_t>();
-    basis_.cols = j.at("cols").get<std::size_t>();
+    basis_.rows = json_integer<std::size_t>(j.at("rows"));
+    basis_.cols = json_integer<std::size_t>(j.at("cols"));
     basis_.data = j.at("basis").get<std::vector<double>>();
     alpha_ = j.at("alpha").get<std::vector<double>>();
     // The columns index the pair features: they must be the ones this schema gives the learner.

@@ -276,6 +276,21 @@ TEST_F(Fixture, LearnerStateWiderThanTheSchemaIsRefused) {
       EXPECT_NE(std::string(e.what()).find("expected an integer in range"), std::string::npos) << e.what();
     }
   }
+  // Found by fuzz_model (UBSan, 2026-12-02): kernel ridge read its columns, rows and cols with
+  // get<size_t>() too.
+  ASSERT_EQ(good["learners"][1]["name"], "kernel_ridge");
+  for (const char* field : {"columns", "rows", "cols"}) {
+    j = good;
+    auto& value = j["learners"][1]["state"][field];
+    (value.is_array() ? value[0] : value) = -1.49119;
+    try {
+      (void)model_from_json(j.dump(), "float.json");
+      FAIL() << field;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+      EXPECT_NE(std::string(e.what()).find("expected an integer in range"), std::string::npos) << e.what();
+    }
+  }
   j = good;
   j["learners"][0]["state"]["columns"] = 100000;
   try {
