@@ -246,6 +246,14 @@ class XgbLearner final : public Learner {
           numbers(tree.at(k), true, n, at + k);
         for (const char* k : {"base_weights", "loss_changes", "split_conditions", "sum_hessian"})
           numbers(tree.at(k), false, n, at + k);
+        // XGBoost follows each node's parent while loading: an index past the nodes was a SEGV
+        // in RegTree::LoadModel (fuzz_model, 2026-12-02). The root has none (-1 or INT32_MAX).
+        const auto parents = tree.at("parents").get<std::vector<std::int64_t>>();
+        if (!parents.empty() && parents[0] != -1 && parents[0] != std::numeric_limits<std::int32_t>::max())
+          throw damaged(at + "root has parent " + std::to_string(parents[0]));
+        for (std::size_t i = 1; i < parents.size(); ++i)
+          if (parents[i] < 0 || static_cast<std::size_t>(parents[i]) >= n)
+            throw damaged(at + "node " + std::to_string(i) + " has parent " + std::to_string(parents[i]));
         for (const char* k : {"categories", "categories_nodes", "categories_segments", "categories_sizes"})
           if (tree.contains(k)) numbers(tree[k], true, kAny, at + k);
       }

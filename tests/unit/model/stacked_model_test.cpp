@@ -338,7 +338,9 @@ TEST_F(Fixture, XGBoostTreesPointingOutsideThemselvesAreRefused) {
   // an integer, then dereferences garbage (SEGV in libxgboost while loading).
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"\"tree_info\":[", "\"tree_info\":[00,"}, {"\"tree_info\":[", "\"tree_info\":[\"x\","},
-           {"\"left_children\":[", "\"left_children\":[1.5,"}, {"\"id\":2,", "\"id\":1,"}}) {
+           {"\"left_children\":[", "\"left_children\":[1.5,"}, {"\"id\":2,", "\"id\":1,"},
+           // Found by fuzz_model (SEGV in RegTree::LoadModel, 2026-12-02): parents past the nodes.
+           {"\"parents\":[2147483647,", "\"parents\":[21478,"}, {"\"parents\":[2147483647,0", "\"parents\":[2147483647,640473"}}) {
     nlohmann::json j = good;
     std::string buffer = j["learners"][0]["state"]["buffer"].get<std::string>();
     const std::size_t at = buffer.find(from);
