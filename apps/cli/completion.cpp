@@ -66,7 +66,8 @@ void add_completion_command(CLI::App& app) {
   auto shell = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("completion", "Print a shell completion script: eval \"$(epochcast completion bash)\"");
   cmd->add_option("shell", *shell, "shell (bash)")->required()->check(CLI::IsMember({"bash"}));
-  cmd->callback([&app] { std::cout << bash_completion_script(app); });
+  // The callback owns `shell`: CLI11 writes the parsed word into it after this function returns.
+  cmd->callback([&app, shell] { std::cout << bash_completion_script(app); });
 }
 
 }  // namespace epochcast::cli
