@@ -27,13 +27,10 @@ using namespace vec;
 
 namespace {
 // x[i] += c over [0, n) (x - m is x + (-m) exactly).
-void add_to_base(double* x, std::size_t n, double c) {
+void add_to(double* x, std::size_t n, double c) {
   std::size_t i = 0;
   for (; i + 2 <= n; i += 2) store2(x + i, load2(x + i) + splat(c));
   for (; i < n; ++i) x[i] += c;
-}
-void add_to(double* x, std::size_t n, double c) {
-  add_to_base(x, n, c);
 }
 }  // namespace
 
