@@ -11,8 +11,7 @@ function(epochcast_stage name)
     PUBLIC ${PROJECT_SOURCE_DIR}/include
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_options(epochcast_${name} PRIVATE -Wall -Wextra -Wpedantic)
-  target_compile_definitions(epochcast_${name} PRIVATE
-    EPOCHCAST_DATA_DIR="${EPOCHCAST_DATA_DIR}" EPOCHCAST_VERSION="${PROJECT_VERSION}")
+  target_compile_definitions(epochcast_${name} PRIVATE EPOCHCAST_VERSION="${PROJECT_VERSION}")
   target_link_libraries(epochcast_${name} PUBLIC ${ARGN})
 endfunction()
 
