@@ -9,16 +9,8 @@
 #include <cstring>
 #include <limits>
 
-// No contraction of a * b + c into a fused multiply-add anywhere in this file: it rounds once
-// where the plain expression rounds twice, and the results (and the tests' exact expectations)
-// must not depend on the target's FMA (arm64 has one; baseline x86-64 does not). Pushed and
-// popped so that in the unity build (scripts/build.sh) it ends with this file.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
+// No fused multiply-add in this file (why: fp_contract_off_begin.hpp).
+#include "fp_contract_off_begin.hpp"
 
 #include "signal_vec.hpp"
 
@@ -120,35 +112,11 @@ void centred_autocorrelation(std::span<const double> x, std::size_t width, std::
   double* w = work.data();
   V2 s0 = splat(0), s1 = splat(0);
   if (width > 0 && n > 0) {
-    // x minus its centred moving average (as subtract_moving_average), written to `work`
-    // straight from the source; prefix sums as four interleaved chains over four quarters.
+    // x minus its centred moving average (as subtract_moving_average, on the same prefix
+    // sums), written to `work` straight from the source.
     const std::size_t left = (width - 1) / 2, right = width - 1 - left;
-    Buffer prefix(n + 1);
-    prefix[0] = 0;
-    double* P = prefix.data() + 1;
-    const std::size_t q = n / 4;
-    double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-    for (std::size_t i = 0; i < q; ++i) {
-      c0 += p[i];
-      c1 += p[q + i];
-      c2 += p[2 * q + i];
-      c3 += p[3 * q + i];
-      P[i] = c0;
-      P[q + i] = c1;
-      P[2 * q + i] = c2;
-      P[3 * q + i] = c3;
-    }
-    for (std::size_t i = 4 * q; i < n; ++i) {
-      c3 += p[i];
-      P[i] = c3;
-    }
-    const double o1 = c0, o2 = o1 + c1, o3 = o2 + c2;
-    // Each quarter shifted by the totals before it (two at a time: the scalar loops were 1/6
-    // of this function).
-    auto shift = [P](std::size_t from, std::size_t to, double o) { add_to(P + from, to - from, o); };
-    shift(q, 2 * q, o1);
-    shift(2 * q, 3 * q, o2);
-    shift(3 * q, n, o3);
+    Buffer prefix;
+    prefix_sums(x, prefix);
     const double inv = 1.0 / static_cast<double>(width);
     const double* S = prefix.data();
     const std::size_t first = std::min(n, left), last = std::max(first, n >= right ? n - right : 0);
@@ -197,6 +165,4 @@ double parabolic_offset(double a, double b, double c) {
 
 }  // namespace epochcast::signal
 
-#if !defined(__clang__) && defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "fp_contract_off_end.hpp"

@@ -9,16 +9,8 @@
 #include <cstring>
 #include <limits>
 
-// No contraction of a * b + c into a fused multiply-add anywhere in this file: it rounds once
-// where the plain expression rounds twice, and the results (and the tests' exact expectations)
-// must not depend on the target's FMA (arm64 has one; baseline x86-64 does not). Pushed and
-// popped so that in the unity build (scripts/build.sh) it ends with this file.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
+// No fused multiply-add in this file (why: fp_contract_off_begin.hpp).
+#include "fp_contract_off_begin.hpp"
 
 #include "signal_vec.hpp"
 
@@ -75,6 +67,4 @@ double smallest_step(std::span<const double> readings, std::size_t max_count) {
 
 }  // namespace epochcast::signal
 
-#if !defined(__clang__) && defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "fp_contract_off_end.hpp"

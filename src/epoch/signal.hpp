@@ -124,6 +124,9 @@ Buffer halve(std::span<const double> x);
 
 // x[i] -= centred moving average of `width` samples (edges use the part inside), in place.
 void subtract_moving_average(std::span<double> x, std::size_t width);
+// prefix[0] = 0, prefix[i + 1] = x[0] + ... + x[i], summed in four interleaved chains: one fixed
+// order of rounding, shared by both moving-average users.
+void prefix_sums(std::span<const double> x, Buffer& prefix);
 
 // Sum with independent partial sums. Inline: the flicker profile sums thousands of runs of
 // ~20 values, each a call and a mispredicted loop exit when out of line.

@@ -9,16 +9,8 @@
 #include <cstring>
 #include <limits>
 
-// No contraction of a * b + c into a fused multiply-add anywhere in this file: it rounds once
-// where the plain expression rounds twice, and the results (and the tests' exact expectations)
-// must not depend on the target's FMA (arm64 has one; baseline x86-64 does not). Pushed and
-// popped so that in the unity build (scripts/build.sh) it ends with this file.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
+// No fused multiply-add in this file (why: fp_contract_off_begin.hpp).
+#include "fp_contract_off_begin.hpp"
 
 #include "signal_vec.hpp"
 
@@ -42,18 +34,14 @@ std::vector<double> moving_average(std::span<const double> x, std::size_t width)
   return out;
 }
 
-void subtract_moving_average(std::span<double> x, std::size_t width) {
+void prefix_sums(std::span<const double> x, Buffer& prefix) {
   const std::size_t n = x.size();
-  if (n == 0) return;
-  width = std::max<std::size_t>(1, width);
-  const std::size_t left = (width - 1) / 2;
-  const std::size_t right = width - 1 - left;
-  // Prefix sums as four interleaved chains over four quarters (one chain is bound by the
-  // latency of its additions), then each quarter shifted by the totals before it.
-  Buffer prefix(n + 1);
+  prefix.resize(n + 1);
   prefix[0] = 0;
   double* P = prefix.data() + 1;
   const double* p = x.data();
+  // Four interleaved chains over four quarters (one chain is bound by the latency of its
+  // additions), then each quarter shifted by the totals before it.
   const std::size_t q = n / 4;
   double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
   for (std::size_t i = 0; i < q; ++i) {
@@ -74,6 +62,16 @@ void subtract_moving_average(std::span<double> x, std::size_t width) {
   for (std::size_t i = q; i < 2 * q; ++i) P[i] += o1;
   for (std::size_t i = 2 * q; i < 3 * q; ++i) P[i] += o2;
   for (std::size_t i = 3 * q; i < n; ++i) P[i] += o3;
+}
+
+void subtract_moving_average(std::span<double> x, std::size_t width) {
+  const std::size_t n = x.size();
+  if (n == 0) return;
+  width = std::max<std::size_t>(1, width);
+  const std::size_t left = (width - 1) / 2;
+  const std::size_t right = width - 1 - left;
+  Buffer prefix;
+  prefix_sums(x, prefix);
   const double inv = 1.0 / static_cast<double>(width);
   const double* S = prefix.data();
   double* o = x.data();
@@ -95,6 +93,4 @@ void add_scalar(std::span<double> x, double v) {
 
 }  // namespace epochcast::signal
 
-#if !defined(__clang__) && defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "fp_contract_off_end.hpp"
