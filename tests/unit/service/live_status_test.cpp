@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +31,33 @@ void wait_shown(const LiveStatus& status, std::size_t samples) {
   for (int i = 0; i < 2000 && status.last().samples < samples; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
+
+// A stream the test may read while the status thread writes it: no put area, so every write
+// goes through the locked overflow/xsputn (a stringbuf's fast path would race with str()).
+class LockedText : public std::streambuf {
+ public:
+  std::string text() const {
+    std::lock_guard lock(mutex_);
+    return text_;
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    std::lock_guard lock(mutex_);
+    text_.push_back(traits_type::to_char_type(c));
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::lock_guard lock(mutex_);
+    text_.append(s, static_cast<std::size_t>(n));
+    return n;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string text_;
+};
 
 std::vector<Metric> metrics_of(const Trace& t) {
   std::vector<Metric> out;
@@ -150,17 +178,18 @@ TEST(LiveStatus, LongRunsAreAveragedDownToABoundedSeries) {
 }
 
 TEST(LiveStatus, TerminalStyleRewritesOneLineAndClearsItForMessages) {
-  std::ostringstream out;
+  LockedText buffer;
+  std::ostream out(&buffer);
   LiveStatus status({Metric::kGpuUtil, Metric::kPower}, out,
                     {.style = StatusStyle::kTerminal, .refresh = std::chrono::milliseconds(5)});
   GpuSample g{0, empty_metric_values()};
   g.values[static_cast<std::size_t>(Metric::kGpuUtil)] = 97;
   g.values[static_cast<std::size_t>(Metric::kPower)] = 512;
   status.add(Tick{0, 1.8e9, 0.5, 0.0, std::span(&g, 1)});
-  for (int i = 0; i < 200 && out.str().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 200 && buffer.text().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   status.message("GPU 0: something worth a line");
   status.finish();
-  const std::string text = out.str();
+  const std::string text = buffer.text();
   EXPECT_EQ(text.rfind("\r\x1b[K", 0), 0u) << text;
   EXPECT_NE(text.find("1 samples  GPU 97 %  512 W  period: —"), std::string::npos) << text;
   EXPECT_NE(text.find("\r\x1b[Kepochcast collect: GPU 0: something worth a line\n"), std::string::npos) << text;
