@@ -1,5 +1,5 @@
 // The `--json` contract of every command, held to golden files (tests/data/golden/): the CLI's
-// bytes must equal the file, and where the server has the same endpoint its body must equal the
+// bytes must equal the file (floats within kGoldenFloatRelTol), and where the server has the same endpoint its body must equal the
 // same object (compact, one line: nlohmann sorts keys, so re-dumping the golden is exact).
 // Scripts parse these objects; a change to one must show up here as a diff of its golden file.
 //
