@@ -10,7 +10,9 @@
 // same set for every n). At n = kMaxPairs a refit with the pairs in the training data
 // (fit --store, weight kStorePairWeight) is scored too, in the first kRefitOrders orders
 // (FLEET_REFIT_ORDERS=N: the first N), alone and with
-// the calibration fitted on its out-of-fold residuals of the 20 pairs ("+calib").
+// the calibration fitted on its out-of-fold residuals of the 20 pairs ("+calib"). The
+// "fit --store" column is what the product does at n = 20: a GPU pair the bundled fit holds
+// kHeldGpuPairMinPairs pairs of (every "seen" pair) calibrates only, any other is refitted.
 //
 // Writes a table to stdout, fleet_replay.json and fleet_replay.svg to the folder given
 // (default: the current one). Not a Google Benchmark: a replay with one result.
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
     std::vector<double> refit, refit_bundled, refit_calibrated;
     std::size_t eval_jobs = 0;
     std::vector<double> history_jobs;  // per half: jobs of this GPU pair in the bundled fit's half
+    bool held = false;                 // the bundled fit holds this GPU pair (store/pairs.hpp)
   };
   std::map<std::string, std::map<std::string, Acc>> results;
   FitOptions fopt;
@@ -219,6 +222,7 @@ int main(int argc, char** argv) {
                 acc.calibrated[n].push_back(mape(calib, truth));
                 acc.eval_jobs = truth.size();
                 if (o == 0 && n == 0) acc.history_jobs.push_back(static_cast<double>(history.size() - held.size()) / 2);
+                if (o == 0 && n == 0) acc.held = held_gpu_pairs(ds, kind == "seen" ? history : held).count({s, t}) > 0;
               }
             }
             if (o < refit_orders && refits) {
@@ -293,9 +297,10 @@ int main(int argc, char** argv) {
                kind, kind == "seen" ? "was fitted on them" : "never saw them: held out of its fit", kOrders);
     fmt::print("{:<12} {:>5}", "pair", "eval");
     for (std::size_t n : kSteps) fmt::print(" {:>7}", fmt::format("n={}", n));
-    fmt::print(" {:>8} {:>9} {:>9} {:>9}{}\n", "ratio@20", "refit@20", "ratio", "+calib",
+    fmt::print(" {:>8} {:>9} {:>9} {:>9} {:>11}{}\n", "ratio@20", "refit@20", "ratio", "+calib", "fit--store",
                kind == "unseen" ? fmt::format(" {:>8}", "floor") : "");
-    std::vector<double> ratio_all, refit_all, refit_cal_all, floor_all, floor_jobs;
+    std::vector<double> ratio_all, refit_all, refit_cal_all, product_all, floor_all, floor_jobs;
+    std::size_t held_pairs = 0;
     std::map<std::string, std::vector<double>> variant_ratios;
     for (const auto& [pair, acc] : by_pair) {
       fmt::print("{:<12} {:>5}", pair, acc.eval_jobs);
@@ -312,6 +317,11 @@ int main(int argc, char** argv) {
       ratio_all.push_back(ratio);
       refit_all.push_back(refit_ratio);
       refit_cal_all.push_back(refit_cal_ratio);
+      // What fit --store gives: the calibration for a held GPU pair, the refit for any other
+      // (serve's calibration after a refit uses its in-sample residuals, which moved nothing).
+      const double product_ratio = acc.held ? ratio : refit_ratio;
+      product_all.push_back(product_ratio);
+      held_pairs += acc.held ? 1 : 0;
       for (const auto& [v, m] : acc.variant_at_max) variant_ratios[v].push_back(mean(m) / base);
       // The floor of an unseen GPU pair: the model fitted with every history pair of it (the "seen"
       // model, scored on the same jobs in the same orders) over the model fitted without them.
@@ -320,8 +330,8 @@ int main(int argc, char** argv) {
         floor = mean(results.at("seen").at(pair).bundled.at(kMaxPairs)) / base;
       if (kind == "unseen") floor_jobs.push_back(mean(acc.history_jobs));
       if (kind == "unseen") floor_all.push_back(floor);
-      fmt::print(" {:>8.3f} {:>9.2f} {:>9.3f} {:>9.3f}{}\n", ratio, mean(acc.refit), refit_ratio, refit_cal_ratio,
-                 kind == "unseen" ? fmt::format(" {:>8.3f}", floor) : "");
+      fmt::print(" {:>8.3f} {:>9.2f} {:>9.3f} {:>9.3f} {:>9.3f} {}{}\n", ratio, mean(acc.refit), refit_ratio,
+                 refit_cal_ratio, product_ratio, acc.held ? "c" : "r", kind == "unseen" ? fmt::format(" {:>8.3f}", floor) : "");
       out[kind][pair] = {{"eval_jobs", acc.eval_jobs},
                          {"bundled_mape_pct", base},
                          {"calibrated_mape_pct", curve},
@@ -329,7 +339,9 @@ int main(int argc, char** argv) {
                          {"refit_at_20_mape_pct", mean(acc.refit)},
                          {"refit_bundled_mape_pct", mean(acc.refit_bundled)},
                          {"refit_ratio", refit_ratio},
-                         {"refit_calibrated_ratio", refit_cal_ratio}};
+                         {"refit_calibrated_ratio", refit_cal_ratio},
+                         {"held_by_bundled_fit", acc.held},
+                         {"fit_store_ratio", product_ratio}};
       if (kind == "unseen") {
         out[kind][pair]["floor_ratio"] = floor;
         out[kind][pair]["history_jobs"] = mean(acc.history_jobs);
@@ -340,6 +352,10 @@ int main(int argc, char** argv) {
                "refit {:.3f} ({:.3f}), refit + calibration {:.3f} ({:.3f})\n",
                mean(ratio_all), worst(ratio_all), mean(refit_all), worst(refit_all), mean(refit_cal_all),
                worst(refit_cal_all));
+    fmt::print("fit --store (c: held by the bundled fit, {} of {} GPU pairs, calibration only; r: refit): mean {:.3f} "
+               "(worst {:.3f})\n", held_pairs, product_all.size(), mean(product_all), worst(product_all));
+    out[kind + "_fit_store"] = {{"mean_ratio", mean(product_all)}, {"worst_ratio", worst(product_all)},
+                                {"held_gpu_pairs", held_pairs}};
     if (kind == "unseen") {
       fmt::print("floor (the model fitted with all history jobs of the GPU pair, {:.0f} per direction on average, "
                  "scored on the same jobs): mean {:.3f}, worst {:.3f}; the refit with 20 goes {:.0f} % of the way "

@@ -90,6 +90,8 @@ void add_fit_command(CLI::App& app) {
     const ModelValidation& validation = fitted.validation;
     const auto names = model.learner_names();
     for (const auto& why : fitted.store_refused) fmt::print(stderr, "epochcast: note: {}\n", why);
+    if (!fitted.store_calibration_only_note.empty())
+      fmt::print(stderr, "epochcast: note: {}\n", fitted.store_calibration_only_note);
     for (const auto& w : fitted.warnings) fmt::print(stderr, "epochcast: warning: {}\n", w);
     if (opt->json) {
       nlohmann::json weights, unseen;
@@ -118,7 +120,7 @@ void add_fit_command(CLI::App& app) {
       if (!fitted.missing_columns.empty()) j["missing_columns"] = fitted.missing_columns;  // --allow-missing
       if (!opt->store.empty())
         j["store"] = {{"path", opt->store}, {"measured_pairs", fitted.store_pairs}, {"rows", fitted.store_rows},
-                      {"refused", fitted.store_refused}};
+                      {"refused", fitted.store_refused}, {"calibration_only", fitted.store_calibration_only}};
       std::cout << dump_json(j, 2) << "\n";
       return;
     }

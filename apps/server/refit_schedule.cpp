@@ -33,6 +33,7 @@ nlohmann::json to_json(const RefitResult& r) {
           {"store_pairs", r.store_pairs},
           {"store_rows", r.store_rows},
           {"refused", r.refused},
+          {"calibration_only", r.calibration_only},
           {"fit_seconds", r.seconds},
           {"model_file", r.model_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.model_file)}};
 }

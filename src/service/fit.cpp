@@ -129,6 +129,8 @@ FitResult Service::fit(const FitRequest& request, const std::string& output_path
                    .store_pairs = store.pairs,
                    .store_rows = compress_ids(store.rows),
                    .store_refused = store.refused,
+                   .store_calibration_only = store.calibration_only,
+                   .store_calibration_only_note = store.calibration_only_note,
                    .warnings = std::move(warnings),
                    .missing_columns = std::move(missing_columns)};
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -234,7 +236,8 @@ std::optional<RefitResult> Service::refit(const std::string& model_file) const {
   if (added.pairs == 0)
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the job store holds no measured pair to learn from (runs of one job key on two GPU types "
-                            "with a measured epoch time){}",
+                            "with a measured epoch time){}{}",
+                            added.calibration_only ? "; " + added.calibration_only_note : "",
                             added.refused.empty() ? "" : fmt::format("; refused: {}", fmt::join(added.refused, "; "))));
   const auto t0 = std::chrono::steady_clock::now();
   auto model = std::make_shared<const StackedModel>(
@@ -255,6 +258,8 @@ std::optional<RefitResult> Service::refit(const std::string& model_file) const {
   result.store_pairs = added.pairs;
   result.store_rows = compress_ids(added.rows);
   result.refused = added.refused;
+  result.calibration_only = added.calibration_only;
+  result.calibration_only_note = added.calibration_only_note;
   return result;
 }
 

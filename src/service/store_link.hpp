@@ -50,10 +50,15 @@ struct StoreTraining {
   std::size_t pairs = 0;                 // measured pairs added (before the weight)
   std::vector<std::int64_t> rows;        // store row ids used
   std::vector<std::string> refused;      // reasons
+  // Directed pairs of GPU pairs the training data already holds (kHeldGpuPairMinPairs): left to
+  // the calibration, not added; the note names them.
+  std::size_t calibration_only = 0;
+  std::string calibration_only_note;
 };
 
 // Adds the accepted measured pairs of the store at `path` (read-only) to `dataset`/`pairs`,
-// each of weight kStorePairWeight; `checker` is the model the reused-key check predicts with.
+// each of weight kStorePairWeight, but those of GPU pairs `pairs` already holds
+// kHeldGpuPairMinPairs of (they calibrate only); `checker` is the model the reused-key check predicts with.
 // Names the rows in dataset.source, which the model file keeps (training.dataset).
 StoreTraining add_store_training(const std::string& path, const StackedModel& checker, const GpuCatalog& catalog,
                                  Dataset& dataset, std::vector<RunPair>& pairs);

@@ -82,6 +82,28 @@ std::vector<std::int64_t> append_store_pairs(const std::vector<RunRecord>& runs,
   return ids;
 }
 
+std::set<GpuPairKey> held_gpu_pairs(const Dataset& dataset, const std::vector<RunPair>& pairs) {
+  std::map<GpuPairKey, std::size_t> count;
+  for (const RunPair& p : pairs) ++count[{dataset.rows.at(p.source).gpu_id, dataset.rows.at(p.target).gpu_id}];
+  std::set<GpuPairKey> out;
+  for (const auto& [k, n] : count)
+    if (n >= kHeldGpuPairMinPairs) out.insert(k);
+  return out;
+}
+
+HeldSplit split_held_pairs(const PairSet& set, const std::set<GpuPairKey>& held) {
+  HeldSplit out;
+  out.train.refused = set.refused;
+  for (const MeasuredPair& p : set.pairs) {
+    const GpuPairKey k{p.source_gpu, p.target_gpu};
+    if (held.count(k))
+      ++out.calibration_only[k];
+    else
+      out.train.pairs.push_back(p);
+  }
+  return out;
+}
+
 std::string compress_ids(const std::vector<std::int64_t>& ids) {
   std::string out;
   for (std::size_t i = 0; i < ids.size();) {

@@ -255,6 +255,35 @@ TEST_F(ServeStore, RefitSwapsTheModelAndNamesTheStoreRows) {
             refit["model"]["version"].get<std::string>());
 }
 
+// Pairs of a GPU pair the bundled dataset already holds (v100 <-> p100) calibrate only: a refit
+// with nothing else is refused and says why; with a pair the bundled data lacks it learns that
+// one alone (store/pairs.hpp, kHeldGpuPairMinPairs; docs/store.md, "fit --store").
+TEST_F(ServeStore, RefitLearnsOnlyGpuPairsTheBundledDataLacks) {
+  start();
+  for (const char* job : {"a", "b"}) {
+    predict_ok(std::string("gpus=p100&source_gpu=v100&epoch_s=10&job=") + job);
+    predict_ok(std::string("gpus=v100&source_gpu=p100&epoch_s=17&job=") + job);
+  }
+  const auto held = client().Post("/v1/model/refit", "", "text/plain");
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->status, 400) << held->body;
+  EXPECT_NE(held->body.find("no measured pair to learn from"), std::string::npos) << held->body;
+  EXPECT_NE(held->body.find("(p100->v100 2, v100->p100 2) calibrate the predictions and are not refitted"),
+            std::string::npos)
+      << held->body;
+  EXPECT_EQ(nlohmann::json::parse(client().Get("/v1/model")->body)["model"]["generation"], 0);
+
+  predict_ok("gpus=a100-80gb&job=m");
+  predict_ok("gpus=h200&source_gpu=a100-80gb&epoch_s=12.2&job=m");
+  const auto res = client().Post("/v1/model/refit", "", "text/plain");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const auto refit = nlohmann::json::parse(res->body)["refit"];
+  EXPECT_EQ(refit["store_pairs"], 2);        // h200 <-> a100-80gb, both directions
+  EXPECT_EQ(refit["calibration_only"], 4);   // the v100 <-> p100 ones
+  EXPECT_EQ(refit["store_rows"], "5-6");
+}
+
 // --refit-every: the background refit picks up the pairs on its own, once; with nothing new
 // after it, the next ticks fit nothing.
 TEST_F(ServeStore, ScheduledRefitRunsOnceForNewPairs) {

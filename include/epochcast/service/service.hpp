@@ -62,6 +62,10 @@ struct FitResult {
   std::size_t store_pairs = 0;
   std::string store_rows;
   std::vector<std::string> store_refused;
+  // Store pairs of GPU pairs the bundled data already holds: calibration only (store/pairs.hpp,
+  // kHeldGpuPairMinPairs), and the note that names them ("" when none).
+  std::size_t store_calibration_only = 0;
+  std::string store_calibration_only_note;
   // What the front end must say aloud: the statistic columns fitted without (allow_missing),
   // those of the bundled dataset's that the dataset lacks.
   std::vector<std::string> warnings;
@@ -103,6 +107,8 @@ struct RefitResult {
   std::size_t store_pairs = 0;          // directed measured pairs added (before the weight)
   std::string store_rows;               // store row ids ("3, 5-9")
   std::vector<std::string> refused;     // reasons, one per refused pair
+  std::size_t calibration_only = 0;     // directed pairs of GPU pairs the bundled data holds: not refitted
+  std::string calibration_only_note;    // names them; "" when none
   double seconds = 0;                   // the fit
   std::string model_file;               // where it was written; "" when not asked
 };

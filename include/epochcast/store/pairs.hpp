@@ -5,7 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "epochcast/model/dataset.hpp"
@@ -18,6 +21,13 @@ namespace epochcast {
 // (bench/fleet_replay_bench.cpp, models fitted without those jobs) 2.5 refused 2 of them (the
 // closest call 2.57x off both ways); 3 refuses none. A reused key is usually 10x or more apart.
 inline constexpr double kReusedKeyFactor = 3.0;
+
+// A GPU pair the training pairs already hold at least this many of learns from the store through
+// the calibration only, not the refit: on the fleet replay a refit with 20 store pairs of such a
+// pair was up to 5.3 % worse than the bundled model on it (v100->p100), the calibration at most
+// 0.5 % (docs/store.md, "fit --store"). 20: the "after 20 measured pairs".
+// Guarded by PairsTest.HeldGpuPairsCalibrateOnly and ServeStore.RefitLearnsOnlyGpuPairsTheBundledDataLacks.
+inline constexpr std::size_t kHeldGpuPairMinPairs = 20;
 
 struct MeasuredPair {
   std::string job_key;
@@ -36,6 +46,19 @@ struct PairSet {
   std::vector<MeasuredPair> pairs;    // both directions of every accepted (job, GPU, GPU)
   std::vector<RefusedPair> refused;   // one per refused unordered pair
 };
+
+using GpuPairKey = std::pair<std::string, std::string>;  // (source GPU id, target GPU id)
+
+// The ordered GPU pairs `pairs` holds at least kHeldGpuPairMinPairs of (pairs counted, not their weights).
+[[nodiscard]] std::set<GpuPairKey> held_gpu_pairs(const Dataset& dataset, const std::vector<RunPair>& pairs);
+
+// `set` split by the rule above: the pairs a refit learns from, and per held GPU pair the
+// count of those left to the calibration.
+struct HeldSplit {
+  PairSet train;                                     // refused pairs stay here
+  std::map<GpuPairKey, std::size_t> calibration_only;  // directed pairs per held GPU pair
+};
+[[nodiscard]] HeldSplit split_held_pairs(const PairSet& set, const std::set<GpuPairKey>& held);
 
 // Predicted epoch time (s) of `source`'s workload on `target_gpu`, from its features; <= 0 or
 // NaN: unknown (the pair is then accepted unchecked).

@@ -125,6 +125,34 @@ TEST_F(PairsTest, StorePairsBecomeDatasetRowsInTheirOwnGroupWeighted) {
   EXPECT_EQ(compress_ids({1, 2, 3, 5, 8, 9}), "1-3, 5, 8-9");
 }
 
+// A GPU pair the training pairs hold kHeldGpuPairMinPairs of calibrates only; one fewer, or a
+// pair they lack, is refitted. Refused pairs stay with the training side's report.
+TEST_F(PairsTest, HeldGpuPairsCalibrateOnly) {
+  const auto pairs = make_pairs(*dataset_);
+  const std::set<GpuPairKey> all = held_gpu_pairs(*dataset_, pairs);
+  EXPECT_EQ(all.size(), 12u);  // every ordered pair of the bundled data's four GPU types
+  std::vector<RunPair> some;
+  for (const RunPair& p : pairs)
+    if (dataset_->rows[p.source].gpu_id == "v100" && dataset_->rows[p.target].gpu_id == "p100") some.push_back(p);
+  ASSERT_GT(some.size(), kHeldGpuPairMinPairs);
+  some.resize(kHeldGpuPairMinPairs - 1);
+  EXPECT_TRUE(held_gpu_pairs(*dataset_, some).empty());
+  some.push_back(some.front());
+  EXPECT_EQ(held_gpu_pairs(*dataset_, some), (std::set<GpuPairKey>{{"v100", "p100"}}));
+
+  PairSet set;
+  set.pairs = {{"j", 1, 2, "v100", "p100", 10, 17}, {"j", 2, 1, "p100", "v100", 17, 10},
+               {"k", 3, 4, "h200", "a100-80gb", 3, 6}, {"k", 4, 3, "a100-80gb", "h200", 6, 3}};
+  set.refused = {{"x", 5, 6, "a reused key"}};
+  const HeldSplit split = split_held_pairs(set, {{"v100", "p100"}});
+  ASSERT_EQ(split.train.pairs.size(), 3u);  // p100->v100 is not held here: only the named direction
+  EXPECT_EQ(split.train.pairs[0].source_gpu, "p100");
+  EXPECT_EQ(split.train.pairs[1].source_gpu, "h200");
+  EXPECT_EQ(split.calibration_only, (std::map<GpuPairKey, std::size_t>{{{"v100", "p100"}, 1}}));
+  ASSERT_EQ(split.train.refused.size(), 1u);
+  EXPECT_EQ(split.train.refused[0].reason, "a reused key");
+}
+
 TEST(Calibration, ClearBiasIsTakenAlmostWholeNoiseIsLeftAlone) {
   std::vector<PairResidual> res;
   for (int i = 0; i < 20; ++i) {
