@@ -19,7 +19,7 @@
 //   detect_bench --null-real [--count N] [--verbose] [--json FILE]   the null suite: line-free
 //                                      phase copies and block-bootstrap copies of every shared
 //                                      trace's training region, with diagnostics (bench/detect_null_real.hpp)
-//   detect_bench --eval-long [--seeds N] [--verbose] [--json FILE] [--write DIR]   semi-real long runs: each
+//   detect_bench --eval-long [--seeds N] [--seed-offset K] [--verbose] [--json FILE] [--write DIR]   semi-real long runs: each
 //                                      shared trace's real epochs chained (10-100), whole-run and
 //                                      --follow detection (bench/detect_eval_long.hpp)
 //   detect_bench --reliability [--seeds N] [--json FILE]   how often each confidence level is
@@ -653,7 +653,10 @@ int main(int argc, char** argv) {
         std::string write_dir;
         for (int j = 1; j + 1 < argc; ++j)
           if (std::strcmp(argv[j], "--write") == 0) write_dir = argv[j + 1];
-        return epochcast::eval::run_eval_long_chained(seeds_given ? seeds : 3, verbose, json_path, write_dir);
+        int seed_offset = 0;  // seeds offset+1 .. offset+N (held-out checks: --seed-offset 3 = seeds 4-6)
+        for (int j = 1; j + 1 < argc; ++j)
+          if (std::strcmp(argv[j], "--seed-offset") == 0) seed_offset = std::max(0, std::atoi(argv[j + 1]));
+        return epochcast::eval::run_eval_long_chained(seeds_given ? seeds : 3, verbose, json_path, write_dir, seed_offset);
       }
       if (std::strcmp(argv[i], "--reliability") == 0) {
         bool seeds_given = false;

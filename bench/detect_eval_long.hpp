@@ -1,4 +1,4 @@
-// detect_bench --eval-long [--seeds N] [--verbose] [--json FILE] [--write DIR] (issue 23, "Long runs"):
+// detect_bench --eval-long [--seeds N] [--seed-offset K] [--verbose] [--json FILE] [--write DIR] (issue 23, "Long runs"):
 // semi-real long runs, each shared trace's real epochs chained (src/eval/chained.hpp) with its
 // real start-up and tail: 10, 30 and 100 epochs x epoch-length variation 2, 5 and 10 % x seeds.
 // Whole run: found within 2 % of the chained mean epoch (the target: >= 98 %), within 5 %,
@@ -64,7 +64,8 @@ inline void write_csv(const std::string& path, const Trace& t) {
   write_canonical_csv(t, out);
 }
 
-inline int run_eval_long_chained(int seeds, bool verbose, const std::string& json_path, const std::string& write_dir = {}) {
+inline int run_eval_long_chained(int seeds, bool verbose, const std::string& json_path, const std::string& write_dir = {},
+                                 int seed_offset = 0) {
   std::ofstream index;
   if (!write_dir.empty()) index.open(write_dir + "/index.txt");
   const std::string dir = std::string(EPOCHCAST_TEST_DATA) + "/h200/";
@@ -85,7 +86,7 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
     for (int epochs : kLongEpochs) {
       LongTally t;
       for (double cv : kLongCv)
-        for (int seed = 1; seed <= seeds; ++seed) {
+        for (int seed = seed_offset + 1; seed <= seed_offset + seeds; ++seed) {
           const auto run = chain_real_epochs(base, {epochs, cv}, 7919ULL * static_cast<std::uint64_t>(seed) + epochs);
           const auto seg = detect_epochs(run.trace);
           const double truth = run.period_s;
@@ -155,6 +156,7 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
   j["all_with_signature_but_lenet5"] = all_sig_but_launch.json();
   j["no_signature"] = all_null.json();
   j["seeds"] = seeds;
+  j["seed_offset"] = seed_offset;
   if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << '\n';
   return 0;
 }

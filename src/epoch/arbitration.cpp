@@ -177,7 +177,13 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
   // synthetic run, 7.95 s against 4.00).
   const bool candidate_agrees = e.candidate_period_s > 0 &&
                                 std::abs(e.candidate_period_s / dt - period_samples) / period_samples <= kRegionAgree;
-  if (significant && candidate_agrees && H.p_tail <= kRegionTailAlpha) {
+  // Or the others found a whole multiple of it (m >= 2 of its epochs within kRegionAgree: the
+  // autocorrelation locking onto a repeat of m epochs on 30-epoch chains, 3x-9x): every boundary
+  // of theirs is one of the search's, and the search's finer grid beats both nulls' tails.
+  const double multiple = e.found ? std::round(e.period_s / dt / period_samples) : 0.0;
+  const bool others_multiple = e.found && multiple >= 2 &&
+                               std::abs(e.period_s / dt - multiple * period_samples) <= kRegionAgree * multiple * period_samples;
+  if (significant && (candidate_agrees || others_multiple) && H.p_tail <= kRegionTailAlpha) {
     seg.found = true;
     seg.period_s = period_samples * dt;
     seg.confidence = kConfidenceAloneTail;
@@ -185,6 +191,8 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
     for (std::size_t i = 0; i + 1 < H.boundaries_s.size(); ++i) seg.epochs.push_back({H.boundaries_s[i], H.boundaries_s[i + 1]});
     seg.reason = fmt::format("{}{:.1f} epochs of {:.4g} s beyond both nulls' extreme-value tail (Gumbel p = {:.1e}; {}); {}",
                              kSearchAloneReason, H.epochs, seg.period_s, H.p_tail, H.why, others);
+    if (others_multiple && !candidate_agrees)
+      seg.reason += fmt::format("; their period is {:.0f} of its epochs", multiple);
     if (seg.confidence < options.min_confidence) {
       seg.found = false;
       seg.period_s = 0;

@@ -107,5 +107,19 @@ TEST(ChainedRuns, SearchAloneBeyondTheTail) {
   EXPECT_GE(seg.epochs.size(), 20u);
 }
 
+// The autocorrelation locks onto a repeat of 5 epochs (20.9 s at 0.98) on a 30-epoch vgg16
+// chain; the search finds the epoch beyond both nulls' tail and their period is 5 of its epochs.
+// (detect_bench --eval-long: vgg16, 30 epochs, 5 %, seed 1.)
+TEST(ChainedRuns, SearchAloneWhenTheOthersFoundAMultiple) {
+  const auto base = testing::load_real_base(kDir, "vgg16_224_bs32_fp32");
+  const auto run = eval::chain_real_epochs(base, {30, 0.05}, 7919ULL * 1 + 30);
+  const auto seg = detect_epochs(run.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_EQ(seg.reason.rfind("the whole-region search alone:", 0), 0u) << seg.reason;
+  EXPECT_NE(seg.reason.find("their period is 5 of its epochs"), std::string::npos) << seg.reason;
+  EXPECT_DOUBLE_EQ(seg.confidence, 0.55);
+  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
+}
+
 }  // namespace
 }  // namespace epochcast
