@@ -292,80 +292,108 @@ int main(int argc, char** argv) {
   };
   fleet::Watcher watcher(service, request, [&clock] { return clock; },
                          [](const std::string& line) { std::cerr << "watch: " << line << "\n"; });
-  fmt::print("{:<12} {:>9} {:>8} {:>10} {:>9} {:>10} {:>12}\n", "pass", "seconds", "queries", "samples", "analysed",
-             "rss_mib", "prom_rss_mib");
+  fmt::print("{:<12} {:>9} {:>8} {:>10} {:>9} {:>10} {:>12} {:>13}\n", "pass", "seconds", "queries", "samples",
+             "analysed", "rss_mib", "prom_rss_mib", "prom_peak_mib");
   nlohmann::json pass_rows = nlohmann::json::array();
   for (std::size_t p = 0; p <= passes; ++p) {
     const fleet::PassStats s = watcher.pass([&](std::size_t done, std::size_t total) {
       if (p == 0) std::cerr << fmt::format("\rfirst pass: {}/{} GPUs read", done, total) << std::flush;
     });
     if (p == 0) std::cerr << "\n";
-    const long rss = rss_kib("VmHWM:"), prss = rss_kib("VmRSS:", prom.pid);
-    fmt::print("{:<12} {:>9.2f} {:>8} {:>10} {:>9} {:>10.0f} {:>12.0f}\n", p == 0 ? "first" : fmt::format("incr {}", p),
-               s.seconds, s.queries, s.samples, s.analysed, rss / 1024.0, prss / 1024.0);
+    const long rss = rss_kib("VmHWM:"), prss = rss_kib("VmRSS:", prom.pid), phwm = rss_kib("VmHWM:", prom.pid);
+    fmt::print("{:<12} {:>9.2f} {:>8} {:>10} {:>9} {:>10.0f} {:>12.0f} {:>13.0f}\n",
+               p == 0 ? "first" : fmt::format("incr {}", p), s.seconds, s.queries, s.samples, s.analysed, rss / 1024.0,
+               prss / 1024.0, phwm / 1024.0);
     std::fflush(stdout);
     pass_rows.push_back({{"pass", p}, {"seconds", s.seconds}, {"queries", s.queries}, {"samples", s.samples},
                          {"analysed", s.analysed}, {"errors", s.errors}, {"peak_rss_mib", rss / 1024.0},
-                         {"prometheus_rss_mib", prss / 1024.0}});
+                         {"prometheus_rss_mib", prss / 1024.0},
+                         {"prometheus_peak_rss_mib", phwm / 1024.0}});
     clock += kPassStepS;
   }
   result["passes"] = pass_rows;
   result["loadavg"] = loadavg();
 
   // Accuracy against the truth: a watched job matches a true one on the same GPU starting
-  // within 2 min of it.
+  // within 2 min of it. Tallied over the fleet and per scrape interval (the 15 s fleet, the
+  // 1 s slice), with each confidently wrong job listed.
   const fleet::FleetSnapshot snap = watcher.snapshot();
   std::map<std::string, const fleet::GpuView*> by_uuid;
   for (const auto& g : snap.gpus) by_uuid[g.uuid] = &g;
-  std::size_t sig = 0, hit = 0, wrong = 0, abstained = 0, unmatched = 0, nosig = 0, nosig_found = 0;
-  std::map<std::string, int> wrong_kind, wrong_by_samples;
-  std::vector<double> wrong_confidence;
+  std::map<std::string, double> scrape_of;
+  for (const auto& g : fleet) scrape_of[g.uuid] = g.scrape_s;
+  struct Tally {
+    std::size_t sig = 0, hit = 0, wrong = 0, abstained = 0, unmatched = 0, nosig = 0, nosig_found = 0;
+    std::map<std::string, int> wrong_kind, wrong_by_samples;
+    std::vector<double> wrong_confidence;
+  };
+  std::map<std::string, Tally> tallies;  // "all", "scrape 15s", "scrape 1s"
+  nlohmann::json wrong_rows = nlohmann::json::array();
   for (const FleetJobTruth& t : truth) {
     if (t.start_unix_s > clock - kPassStepS) continue;  // after the last pass
+    const double scrape = scrape_of[t.uuid];
+    Tally& all = tallies["all"];
+    Tally& mine = tallies[fmt::format("scrape {}s", scrape)];
     const fleet::JobView* job = nullptr;
     if (const auto it = by_uuid.find(t.uuid); it != by_uuid.end())
       for (const auto& j : it->second->jobs)
         if (std::abs(j.start_unix_s - t.start_unix_s) < 120) job = &j;
-    if (!t.has_signature) {
-      ++nosig;
-      if (job && job->found) ++nosig_found;
-      continue;
-    }
-    ++sig;
-    if (!job) ++unmatched;
-    else if (!job->found) ++abstained;
-    else if (std::abs(job->epoch_s - t.period_s) <= kTolerance * t.period_s) ++hit;
-    else {
-      ++wrong;
-      // What the wrong ones are: a multiple or a fraction of the period, or other; and how many
-      // samples an epoch the truth had.
-      const double r = job->epoch_s / t.period_s;
-      const char* kind = "other";
-      for (const auto& [k, name] : {std::pair{2.0, "x2"}, {3.0, "x3"}, {0.5, "x1/2"}, {1.0 / 3, "x1/3"}, {1.5, "x3/2"}, {2.0 / 3, "x2/3"}})
-        if (std::abs(r - k) <= kTolerance * k) kind = name;
-      ++wrong_kind[kind];
-      const double samples_per_epoch = t.period_s / (job->samples > 0 ? (t.end_unix_s - t.start_unix_s) / static_cast<double>(job->samples) : 1);
-      ++wrong_by_samples[samples_per_epoch < 16 ? "< 16 samples/epoch" : samples_per_epoch < 32 ? "16-32" : ">= 32"];
-      wrong_confidence.push_back(job->confidence);
+    for (Tally* y : {&all, &mine}) {
+      if (!t.has_signature) {
+        ++y->nosig;
+        if (job && job->found) ++y->nosig_found;
+        continue;
+      }
+      ++y->sig;
+      if (!job) ++y->unmatched;
+      else if (!job->found) ++y->abstained;
+      else if (std::abs(job->epoch_s - t.period_s) <= kTolerance * t.period_s) ++y->hit;
+      else {
+        ++y->wrong;
+        // What the wrong ones are: a multiple or a fraction of the period, or other; and how
+        // many samples an epoch the truth had.
+        const double r = job->epoch_s / t.period_s;
+        const char* kind = "other";
+        for (const auto& [k, name] : {std::pair{2.0, "x2"}, {3.0, "x3"}, {0.5, "x1/2"}, {1.0 / 3, "x1/3"}, {1.5, "x3/2"}, {2.0 / 3, "x2/3"}})
+          if (std::abs(r - k) <= kTolerance * k) kind = name;
+        ++y->wrong_kind[kind];
+        const double samples_per_epoch = t.period_s / (job->samples > 0 ? (t.end_unix_s - t.start_unix_s) / static_cast<double>(job->samples) : 1);
+        ++y->wrong_by_samples[samples_per_epoch < 8 ? "< 8 samples/epoch" : samples_per_epoch < 16 ? "8-16" : samples_per_epoch < 32 ? "16-32" : ">= 32"];
+        y->wrong_confidence.push_back(job->confidence);
+        if (y == &all)
+          wrong_rows.push_back({{"uuid", t.uuid}, {"scrape_s", scrape}, {"true_period_s", t.period_s},
+                                {"found_epoch_s", job->epoch_s}, {"ratio", r}, {"kind", kind},
+                                {"confidence", job->confidence}, {"samples_per_epoch", samples_per_epoch},
+                                {"job_samples", job->samples}});
+      }
     }
   }
-  if (wrong > 0) {
-    std::sort(wrong_confidence.begin(), wrong_confidence.end());
-    fmt::print("confidently wrong, detected/true: ");
-    for (const auto& [k, n] : wrong_kind) fmt::print("{} {}  ", k, n);
-    fmt::print("\nconfidently wrong by samples per epoch: ");
-    for (const auto& [k, n] : wrong_by_samples) fmt::print("{}: {}  ", k, n);
-    fmt::print("\nconfidently wrong, median confidence {:.2f}\n", wrong_confidence[wrong_confidence.size() / 2]);
-    result["confidently_wrong_kinds"] = wrong_kind;
-    result["confidently_wrong_by_samples_per_epoch"] = wrong_by_samples;
+  nlohmann::json accuracy = nlohmann::json::object();
+  for (auto& [name, y] : tallies) {
+    fmt::print("\n[{}]\n", name);
+    if (y.wrong > 0) {
+      std::sort(y.wrong_confidence.begin(), y.wrong_confidence.end());
+      fmt::print("confidently wrong, detected/true: ");
+      for (const auto& [k, n] : y.wrong_kind) fmt::print("{} {}  ", k, n);
+      fmt::print("\nconfidently wrong by samples per epoch: ");
+      for (const auto& [k, n] : y.wrong_by_samples) fmt::print("{}: {}  ", k, n);
+      fmt::print("\nconfidently wrong, median confidence {:.2f}\n", y.wrong_confidence[y.wrong_confidence.size() / 2]);
+    }
+    fmt::print("jobs with a signature: {}; found within 5 %: {} ({:.1f} %); confidently wrong: {} ({:.1f} %); "
+               "abstained: {}; not matched: {}\njobs without a signature: {}; given a period: {}\n",
+               y.sig, y.hit, 100.0 * y.hit / std::max<std::size_t>(1, y.sig), y.wrong,
+               100.0 * y.wrong / std::max<std::size_t>(1, y.sig), y.abstained, y.unmatched, y.nosig, y.nosig_found);
+    nlohmann::json a = {{"jobs_with_signature", y.sig}, {"found_within_5pct", y.hit}, {"confidently_wrong", y.wrong},
+                        {"abstained", y.abstained}, {"not_matched", y.unmatched}, {"jobs_without_signature", y.nosig},
+                        {"without_signature_given_a_period", y.nosig_found}};
+    if (y.wrong > 0) {
+      a["confidently_wrong_kinds"] = y.wrong_kind;
+      a["confidently_wrong_by_samples_per_epoch"] = y.wrong_by_samples;
+    }
+    accuracy[name] = a;
   }
-  fmt::print("\njobs with a signature: {}; found within 5 %: {} ({:.1f} %); confidently wrong: {} ({:.1f} %); "
-             "abstained: {}; not matched: {}\njobs without a signature: {}; given a period: {}\n",
-             sig, hit, 100.0 * hit / std::max<std::size_t>(1, sig), wrong, 100.0 * wrong / std::max<std::size_t>(1, sig),
-             abstained, unmatched, nosig, nosig_found);
-  result["accuracy"] = {{"jobs_with_signature", sig}, {"found_within_5pct", hit}, {"confidently_wrong", wrong},
-                        {"abstained", abstained}, {"not_matched", unmatched}, {"jobs_without_signature", nosig},
-                        {"without_signature_given_a_period", nosig_found}};
+  result["accuracy"] = accuracy;
+  result["confidently_wrong_jobs"] = wrong_rows;
 
   // Shards: i/n together are the fleet, each GPU once.
   std::multiset<std::string> seen;
