@@ -259,7 +259,6 @@ std::optional<RefitResult> Service::refit(const std::string& model_file) const {
   result.store_rows = compress_ids(added.rows);
   result.refused = added.refused;
   result.calibration_only = added.calibration_only;
-  result.calibration_only_note = added.calibration_only_note;
   return result;
 }
 

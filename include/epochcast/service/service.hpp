@@ -108,7 +108,6 @@ struct RefitResult {
   std::string store_rows;               // store row ids ("3, 5-9")
   std::vector<std::string> refused;     // reasons, one per refused pair
   std::size_t calibration_only = 0;     // directed pairs of GPU pairs the bundled data holds: not refitted
-  std::string calibration_only_note;    // names them; "" when none
   double seconds = 0;                   // the fit
   std::string model_file;               // where it was written; "" when not asked
 };
