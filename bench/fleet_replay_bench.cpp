@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
             model = std::make_shared<StackedModel>(fit_model_on_pairs(ds, held, catalog, fopt));
             ++fits;
           }
+          // The GPU pairs this bundled fit holds (fit --store's rule, store/pairs.hpp).
+          const std::set<GpuPairKey> held_by_fit = held_gpu_pairs(ds, kind == "seen" ? history : held);
           // The fleet's jobs on this GPU pair: workloads of the other half run on both.
           std::vector<Job> jobs;
           for (const auto& p : all_pairs)
@@ -222,7 +224,7 @@ int main(int argc, char** argv) {
                 acc.calibrated[n].push_back(mape(calib, truth));
                 acc.eval_jobs = truth.size();
                 if (o == 0 && n == 0) acc.history_jobs.push_back(static_cast<double>(history.size() - held.size()) / 2);
-                if (o == 0 && n == 0) acc.held = held_gpu_pairs(ds, kind == "seen" ? history : held).count({s, t}) > 0;
+                acc.held = held_by_fit.count({s, t}) > 0;
               }
             }
             if (o < refit_orders && refits) {
