@@ -14,12 +14,6 @@
 namespace epochcast::detail {
 namespace {
 
-// Significant: better than every one of 99 phase-randomised surrogates (p = 0.01; by
-// construction ~1 % of runs without epoch structure pass) and every one of 19 block-scrambled
-// copies (p = 0.05: phase surrogates alone let 13 of 600 scrambled copies through).
-// Guarded by NullSuite.* (null_suite_test).
-constexpr double kRegionAlpha = 0.01;
-constexpr double kRegionBlockAlpha = 0.05;
 // Agreement counts only for a hypothesis that beats three quarters of both kinds of null (one
 // that most shuffles of the same dips match is no evidence of its own). Chosen
 // leave-one-trace-out from {0.5, 0.25, 0.1}: 0.5 lets 2.1-2.5 % of the other traces' null copies

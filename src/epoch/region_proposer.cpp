@@ -101,7 +101,15 @@ RegionProposal propose_by_region_search(const ProposerInput& in, const Analysis&
   o.block_surrogates = kRegionBlockSurrogates;
   o.agree_period = e.found ? e.period_s / dt / scale : 0;
   o.agree_tolerance = kRegionAgree;
-  const RegionSearchResult H = region_search(ch, o);
+  RegionSearchResult H = region_search(ch, o);
+  // Second stage: the boundary chain, when the even grid beats neither null (boundaries that
+  // wander with the epochs' own variation). Its own nulls at the same alphas: a run without
+  // epoch structure passes one stage or the other with at most twice the grid's rate.
+  if (!(H.ok && H.p_value <= kRegionAlpha && H.p_block <= kRegionBlockAlpha)) {
+    o.chain = true;
+    RegionSearchResult C = region_search(ch, o);
+    if (C.ok && C.p_value <= kRegionAlpha && C.p_block <= kRegionBlockAlpha) H = std::move(C);
+  }
   out.kind = Kind::kRun;
   PeriodHypothesis& h = out.h;
   h.ok = H.ok;

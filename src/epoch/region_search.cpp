@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 
+#include "boundary_chain.hpp"
 #include "null_tail.hpp"
 #include "phase_surrogates.hpp"
 #include "region_scan.hpp"
@@ -34,36 +35,51 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
   }
   const Excursions ex = region_excursions(channels);
   const std::vector<double>& g = ex.g;
-  const ScanBest b = region_scan(ex, o, p_lo, p_hi);
-  if (b.period <= 0) {
+  // The data's best hypothesis: on the even grid, or (o.chain) the best boundary chain.
+  const ScanBest b = o.chain ? ScanBest{} : region_scan(ex, o, p_lo, p_hi);
+  const ChainBest cb = o.chain ? chain_scan(ex, o, p_lo, p_hi) : ChainBest{};
+  const double best_z = o.chain ? cb.z : b.z;
+  const double P0 = o.chain ? cb.period : b.period;
+  if (P0 <= 0) {
     H.why = "no hypothesis fits the region";
     return H;
   }
-  // Located boundaries: the largest change within the slack of each predicted one.
   std::vector<double> pos, idx;
-  for (std::size_t k = b.k_first; k <= b.k_last; ++k) {
-    const double c = b.phase + b.period * static_cast<double>(k);
-    const auto lo = static_cast<std::size_t>(std::max(0.0, std::round(c) - static_cast<double>(b.half)));
-    const auto hi = std::min(n - 1, static_cast<std::size_t>(std::round(c)) + b.half);
-    std::size_t at = lo;
-    for (std::size_t i = lo; i <= hi; ++i)
-      if (g[i] > g[at]) at = i;
-    pos.push_back(static_cast<double>(at));
-    idx.push_back(static_cast<double>(k));
-  }
-  // The region's edges are boundaries when the job is idle outside and they sit where the grid
-  // puts boundary 0 / boundary k_last + 1 (within the slack and lead-in).
-  const double P0 = b.period;
-  if (o.idle_before && b.k_first == 1) {
-    pos.insert(pos.begin(), 0.0);
-    idx.insert(idx.begin(), 0.0);
-  }
-  if (o.idle_after) {
-    const double end_k = std::round((static_cast<double>(n) - 1 - b.phase) / P0);
-    if (static_cast<std::size_t>(end_k) == b.k_last + 1) {
-      pos.push_back(static_cast<double>(n) - 1);
-      idx.push_back(end_k);
+  std::size_t inner = 0;
+  if (o.chain) {
+    // The chain's boundaries are located already; the region's edges are boundaries 0 and
+    // K + 1 when the job is idle outside (the chain starts and ends an epoch from them).
+    if (o.idle_before) pos.push_back(0.0);
+    for (std::size_t k : cb.boundaries) pos.push_back(static_cast<double>(k));
+    if (o.idle_after) pos.push_back(static_cast<double>(n) - 1);
+    for (std::size_t k = 0; k < pos.size(); ++k) idx.push_back(static_cast<double>(k + (o.idle_before ? 0 : 1)));
+    inner = cb.boundaries.size();
+  } else {
+    // Located boundaries: the largest change within the slack of each predicted one.
+    for (std::size_t k = b.k_first; k <= b.k_last; ++k) {
+      const double c = b.phase + b.period * static_cast<double>(k);
+      const auto lo = static_cast<std::size_t>(std::max(0.0, std::round(c) - static_cast<double>(b.half)));
+      const auto hi = std::min(n - 1, static_cast<std::size_t>(std::round(c)) + b.half);
+      std::size_t at = lo;
+      for (std::size_t i = lo; i <= hi; ++i)
+        if (g[i] > g[at]) at = i;
+      pos.push_back(static_cast<double>(at));
+      idx.push_back(static_cast<double>(k));
     }
+    // The region's edges are boundaries when the job is idle outside and they sit where the
+    // grid puts boundary 0 / boundary k_last + 1 (within the slack and lead-in).
+    if (o.idle_before && b.k_first == 1) {
+      pos.insert(pos.begin(), 0.0);
+      idx.insert(idx.begin(), 0.0);
+    }
+    if (o.idle_after) {
+      const double end_k = std::round((static_cast<double>(n) - 1 - b.phase) / P0);
+      if (static_cast<std::size_t>(end_k) == b.k_last + 1) {
+        pos.push_back(static_cast<double>(n) - 1);
+        idx.push_back(end_k);
+      }
+    }
+    inner = b.k_last - b.k_first + 1;
   }
   // Least-squares slope through the located boundaries = the mean epoch.
   double period = P0;
@@ -74,13 +90,23 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
     for (std::size_t i = 0; i < pos.size(); ++i) sxy += (idx[i] - mi) * (pos[i] - mp), sxx += (idx[i] - mi) * (idx[i] - mi);
     if (sxx > 0) period = sxy / sxx;
   }
+  // A surrogate's best score by the same statistic, stopping at one as good as the data's.
+  const auto scan = [&](const Excursions& x) {
+    return o.chain ? chain_scan(x, o, p_lo, p_hi, best_z).z : region_scan(x, o, p_lo, p_hi, best_z).z;
+  };
   // Nulls: the same search on surrogates; p = (1 + #surrogates at least as good) / (1 + count).
   int ge_phase = 0, ge_block = 0;
   // A surrogate only has to show one hypothesis as good as the data's: its scan stops there.
   std::vector<std::vector<double>> sur;
   Excursions xs;
   std::mt19937_64 rng(o.seed);
-  std::uniform_int_distribution<std::size_t> blk(std::max<std::size_t>(2, n / 24), std::max<std::size_t>(3, n / 8));
+  // Blocks of 1/24-1/8 of the region; for a chain, of half to one and a half of its epochs: a
+  // chain re-locks at each join of longer blocks (each holding several intact epochs), so
+  // those would keep the very spacing the null is to destroy.
+  const auto chain_blk_lo = static_cast<std::size_t>(std::max(2.0, std::round(kChainBlockMin * P0)));
+  const auto chain_blk_hi = static_cast<std::size_t>(std::max(3.0, std::round(kChainBlockMax * P0)));
+  std::uniform_int_distribution<std::size_t> blk(o.chain ? chain_blk_lo : std::max<std::size_t>(2, n / 24),
+                                                 o.chain ? chain_blk_hi : std::max<std::size_t>(3, n / 8));
   // Block-scrambled first (cheap: no transform): the excursion series cut into blocks of
   // 1/24-1/8 of the region and put back in one random order (the two samples at each end stay:
   // the edge ramp). Every event is kept, their spacing is not. Stops at the first as good.
@@ -105,8 +131,8 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
     for (const auto& [from, to] : blocks)
       for (std::size_t i = from; i < to; ++i) perm[w++] = i;
     permute_excursions(ex, perm, xs);
-    const double zs = region_scan(xs, o, p_lo, p_hi, b.z).z;
-    if (zs >= b.z) ++ge_block;
+    const double zs = scan(xs);
+    if (zs >= best_z) ++ge_block;
     block_max.push_back(zs);  // the scan's best unless it stopped at one as good
   }
   int done = 0;
@@ -125,24 +151,24 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
     ++done;
     phases->make(o.seed + 1 + static_cast<std::uint64_t>(s), sur);
     std::vector<std::span<const double>> sp(sur.begin(), sur.end());
-    const double zs = region_scan(region_excursions(sp), o, p_lo, p_hi, b.z).z;
-    if (zs >= b.z) ++ge_phase;
+    const double zs = scan(region_excursions(sp));
+    if (zs >= best_z) ++ge_phase;
     phase_max.push_back(zs);
   }
   H.ok = true;
   H.period_samples = period;
   H.boundaries = pos;
-  H.inner = b.k_last - b.k_first + 1;
-  H.z = b.z;
+  H.inner = inner;
+  H.z = best_z;
   H.p_phase = done > 0 ? (1.0 + ge_phase) / (1.0 + done) : 1.0;
   H.p_block = o.block_surrogates > 0 ? (1.0 + ge_block) / (1.0 + done_block) : 0.0;
   H.p_value = H.p_phase;
   if (ge_phase == 0 && ge_block == 0 && done == o.surrogates && done_block == o.block_surrogates)
-    H.p_tail = std::max(gumbel_tail_p(phase_max, b.z), o.block_surrogates > 0 ? gumbel_tail_p(block_max, b.z) : 0.0);
+    H.p_tail = std::max(gumbel_tail_p(phase_max, best_z), o.block_surrogates > 0 ? gumbel_tail_p(block_max, best_z) : 0.0);
   H.epochs = static_cast<double>(n) / period;
-  H.why = fmt::format("whole-region search: {} inner boundaries every {:.1f} samples, z = {:.1f} against random "
+  H.why = fmt::format("whole-region search{}: {} inner boundaries every {:.1f} samples, z = {:.1f} against random "
                       "positions, {}{}",
-                      H.inner, period, H.z,
+                      o.chain ? " (boundary chain)" : "", H.inner, period, H.z,
                       done > 0 ? fmt::format("p = {:.2f} against {} phase-randomised surrogates", H.p_value, done)
                                : std::string("phase-randomised surrogates not run"),
                       o.block_surrogates > 0 ? fmt::format(", p = {:.2f} against {} block-scrambled", H.p_block, done_block) : std::string());

@@ -46,6 +46,9 @@ struct RegionSearchOptions {
   double agree_period = 0;
   double agree_tolerance = 0;
   std::uint64_t seed = 0x5eed;
+  // Score boundary chains (boundary_chain.hpp: each gap one epoch within the slack) instead of
+  // boundaries on an even grid; the nulls run the same statistic.
+  bool chain = false;
 };
 
 // channels: z-scored series over the region, equal lengths.

@@ -121,5 +121,20 @@ TEST(ChainedRuns, SearchAloneWhenTheOthersFoundAMultiple) {
   EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
 }
 
+// A 100-epoch effnetb0 chain, epochs varying 2 %: its boundaries wander ~0.2 epochs off any even
+// grid, which then beats neither null; the boundary chain follows them, beats both nulls' tail,
+// and the others' candidate is its period (detect_bench --eval-long: effnetb0, 100, 2 %, seed 1;
+// no period before the chain).
+TEST(ChainedRuns, BoundaryChainFollowsAHundredWanderingEpochs) {
+  const auto base = testing::load_real_base(kDir, "effnetb0_224_bs64_ckpt_500ms");
+  const auto run = eval::chain_real_epochs(base, {100, 0.02}, 7919ULL * 1 + 100);
+  const auto seg = detect_epochs(run.trace);
+  ASSERT_TRUE(seg.found) << seg.reason;
+  EXPECT_NE(seg.reason.find("(boundary chain)"), std::string::npos) << seg.reason;
+  EXPECT_DOUBLE_EQ(seg.confidence, 0.55);
+  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
+  EXPECT_GE(seg.epochs.size(), 90u);
+}
+
 }  // namespace
 }  // namespace epochcast
