@@ -174,9 +174,12 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
   // Or the others found a whole multiple of it (m >= 2 of its epochs within kRegionAgree: the
   // autocorrelation locking onto a repeat of m epochs on 30-epoch chains, 3x-9x): every boundary
   // of theirs is one of the search's, and the search's finer grid beats both nulls' tails.
-  const double multiple = e.found ? std::round(e.period_s / dt / period_samples) : 0.0;
-  const bool others_multiple = e.found && multiple >= 2 &&
-                               std::abs(e.period_s / dt - multiple * period_samples) <= kRegionAgree * multiple * period_samples;
+  // Their best guess below the bar counts the same way (since 2026-12-04): a candidate at m of
+  // the search's epochs also has its boundaries among the search's.
+  const double theirs = e.found ? e.period_s : e.candidate_period_s;
+  const double multiple = theirs > 0 ? std::round(theirs / dt / period_samples) : 0.0;
+  const bool others_multiple = theirs > 0 && multiple >= 2 &&
+                               std::abs(theirs / dt - multiple * period_samples) <= kRegionAgree * multiple * period_samples;
   if (significant && (candidate_agrees || others_multiple) && H.p_tail <= kRegionTailAlpha) {
     seg.found = true;
     seg.period_s = period_samples * dt;
@@ -186,7 +189,7 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
     seg.reason = fmt::format("{}{:.1f} epochs of {:.4g} s beyond both nulls' extreme-value tail (Gumbel p = {:.1e}; {}); {}",
                              kSearchAloneReason, H.epochs, seg.period_s, H.p_tail, H.why, others);
     if (others_multiple && !candidate_agrees)
-      seg.reason += fmt::format("; their period is {:.0f} of its epochs", multiple);
+      seg.reason += fmt::format("; their {} is {:.0f} of its epochs", e.found ? "period" : "best guess", multiple);
     if (seg.confidence < options.min_confidence) {
       seg.found = false;
       seg.period_s = 0;
