@@ -135,7 +135,7 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
           if (verbose && ((seg.found && (!sig || err > 0.02)) || (!seg.found && sig)))
             fmt::print("    {} {} ep cv {:.0f} % s{}: {} {:.3f} s (truth {:.3f}) conf {:.2f} | {}\n", name, epochs,
                        100 * cv, seed, seg.found ? "found" : "abst", seg.found ? seg.period_s : seg.candidate_period_s,
-                       truth, seg.confidence, seg.reason.substr(0, 160));
+                       truth, seg.confidence, (seg.reason.size() > 160 ? seg.reason.substr(0, 80) + " ... " + seg.reason.substr(seg.reason.size() - 120) : seg.reason));
         }
       fmt::print("{:<44} {}\n", fmt::format("{}{} / {}", name, sig ? "" : " (no signature)", epochs), t.cells());
       j["traces"][name][std::to_string(epochs)] = t.json();

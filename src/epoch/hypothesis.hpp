@@ -18,6 +18,7 @@ struct PeriodHypothesis {
   bool ok = false;                   // the proposer has a hypothesis at all
   double period_samples = 0;         // samples of the grid (its median interval)
   std::vector<double> boundaries_s;  // seconds from the trace's first sample, in order
+  std::vector<double> evidence;      // whole-region search: the evidence at each inner boundary, in order
   std::vector<Metric> channels;      // the channels whose evidence it rests on
   double confidence = 0;             // the proposer's own, 0..1, before arbitration
   double epochs = 0;                 // epochs in view at its period (the proposer's count)

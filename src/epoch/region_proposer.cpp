@@ -126,6 +126,7 @@ RegionProposal propose_by_region_search(const ProposerInput& in, const Analysis&
   h.p_block = H.p_block;
   h.p_tail = H.p_tail;
   h.channels = an.metrics;
+  h.evidence = H.evidence;
   // Level sample i stands for grid samples [i * block, (i + 1) * block): its centre.
   for (double b : H.boundaries)
     h.boundaries_s.push_back((static_cast<double>(region.begin) + (b + 0.5) * scale - 0.5) * dt);

@@ -158,6 +158,11 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
   H.ok = true;
   H.period_samples = period;
   H.boundaries = pos;
+  // Evidence at the inner boundaries (not the idle edges, which are boundaries by position).
+  for (std::size_t k = 0; k < pos.size(); ++k) {
+    const bool edge = (o.idle_before && k == 0 && pos[k] == 0.0) || (o.idle_after && k + 1 == pos.size() && pos[k] == static_cast<double>(n) - 1);
+    if (!edge) H.evidence.push_back(g[static_cast<std::size_t>(pos[k])]);
+  }
   H.inner = inner;
   H.z = best_z;
   H.p_phase = done > 0 ? (1.0 + ge_phase) / (1.0 + done) : 1.0;
