@@ -48,7 +48,7 @@ constexpr double kConfidenceNoHypothesis = 0.2;
 // a structure of its own (an epoch with events between its boundaries: a 100-epoch mobilenetv2
 // chain without a signature, 1.98 s found under the others' 3.95 s), not a repeat the
 // autocorrelation locked onto. Permutation test of the spread of the m phase means, at this
-// level (stated before measuring, as the search's own alpha). Guarded by ChainedRuns.*.
+// level (stated before measuring, as the search's own alpha). Guarded by ArbitrationMultiple.*.
 constexpr double kPhaseAlpha = 0.01;
 constexpr int kPhasePermutations = 999;
 

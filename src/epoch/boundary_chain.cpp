@@ -1,6 +1,6 @@
 // The boundary chain: per period and slack, the chain of boundaries of largest total evidence
 // above the windowed maximum's mean, by dynamic programming over samples (a sliding maximum over
-// the admissible previous boundaries: O(samples) per period). docs/detection.md "Boundary chain".
+// the admissible previous boundaries: O(samples) per period). docs/detection.md "Whole-region search", step 4b.
 #include "boundary_chain.hpp"
 
 #include <algorithm>

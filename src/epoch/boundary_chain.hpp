@@ -1,4 +1,4 @@
-// The whole-region search's second statistic (docs/detection.md "Boundary chain"): instead of
+// The whole-region search's second statistic (docs/detection.md "Whole-region search", step 4b): instead of
 // boundaries on an even grid (region_scan.hpp), a chain of boundaries each one epoch after the
 // last, give or take a slack of that epoch. Real epoch lengths vary independently (issue 23:
 // 4-12 %), so over 100 epochs a boundary wanders sqrt(100) x 2-10 % = 0.2-1 periods off any even
