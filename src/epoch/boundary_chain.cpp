@@ -10,16 +10,6 @@
 namespace epochcast::detail {
 namespace {
 
-// The channel mean of the excursions (a permuted copy carries only ex.e).
-std::vector<double> chain_channel_mean(const Excursions& ex) {
-  if (!ex.g.empty() || ex.e.empty()) return ex.g;
-  std::vector<double> g(ex.e[0].size(), 0.0);
-  for (const auto& e : ex.e)
-    for (std::size_t i = 0; i < g.size(); ++i) g[i] += e[i];
-  for (double& v : g) v /= static_cast<double>(ex.e.size());
-  return g;
-}
-
 // Mean and standard deviation of the maximum of g over [i - h, i + h] at the full windows,
 // for h = 1, 2, ... as asked (each level from the last: max(level h - 1, g[i - h], g[i + h])).
 struct ChainWindowStats {
@@ -55,7 +45,7 @@ struct ChainWindowStats {
 
 ChainBest chain_scan(const Excursions& ex, const RegionSearchOptions& o, double p_lo, double p_hi, double stop_at) {
   ChainBest best;
-  const std::vector<double> g = chain_channel_mean(ex);
+  const std::vector<double>& g = ex.g;
   const std::size_t N = g.size();
   if (N < 8) return best;
   ChainWindowStats stats(g);

@@ -33,7 +33,7 @@ struct ChainBest {
 };
 
 // The best chain over periods p_lo, p_lo * kPeriodStep, ... <= p_hi and both slacks, on the
-// excursions' channel mean (ex.g; made from ex.e when empty, as for a permuted copy). The first
+// excursions' channel mean ex.g. The first
 // boundary lies within one epoch (plus slack) of the region's start, the last within one of its
 // end; with idle before (after), the region's edge is boundary 0 (the last) and the first
 // (last) inner boundary lies an epoch, less the slack or plus a lead-in (kLeadIn), from it.

@@ -144,7 +144,8 @@ Excursions region_excursions(const std::vector<std::span<const double>>& ch) {
 }
 
 void permute_excursions(const Excursions& ex, std::span<const std::size_t> perm, Excursions& out) {
-  out.g.clear();
+  out.g.resize(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) out.g[i] = ex.g[perm[i]];
   out.e.resize(ex.e.size());
   for (std::size_t c = 0; c < ex.e.size(); ++c) {
     out.e[c].resize(perm.size());

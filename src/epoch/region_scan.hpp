@@ -40,8 +40,8 @@ struct Excursions {
 };
 Excursions region_excursions(const std::vector<std::span<const double>>& ch);
 
-// The same excursions with their samples reordered: out.e[c][i] = ex.e[c][perm[i]] (g is not
-// needed by a scan and is left empty).
+// The same excursions with their samples reordered: out.e[c][i] = ex.e[c][perm[i]], and
+// out.g[i] = ex.g[perm[i]] (the boundary chain scores g).
 void permute_excursions(const Excursions& ex, std::span<const std::size_t> perm, Excursions& out);
 
 struct ScanBest {

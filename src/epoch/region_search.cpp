@@ -50,7 +50,7 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
     // The chain's boundaries are located already; the region's edges are boundaries 0 and
     // K + 1 when the job is idle outside (the chain starts and ends an epoch from them).
     if (o.idle_before) pos.push_back(0.0);
-    for (std::size_t k : cb.boundaries) pos.push_back(static_cast<double>(k));
+    for (std::size_t k : cb.boundaries) pos.push_back(static_cast<double>(k)), H.evidence.push_back(g[k]);
     if (o.idle_after) pos.push_back(static_cast<double>(n) - 1);
     for (std::size_t k = 0; k < pos.size(); ++k) idx.push_back(static_cast<double>(k + (o.idle_before ? 0 : 1)));
     inner = cb.boundaries.size();
@@ -65,6 +65,7 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
         if (g[i] > g[at]) at = i;
       pos.push_back(static_cast<double>(at));
       idx.push_back(static_cast<double>(k));
+      H.evidence.push_back(g[at]);
     }
     // The region's edges are boundaries when the job is idle outside and they sit where the
     // grid puts boundary 0 / boundary k_last + 1 (within the slack and lead-in).
@@ -158,11 +159,6 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
   H.ok = true;
   H.period_samples = period;
   H.boundaries = pos;
-  // Evidence at the inner boundaries (not the idle edges, which are boundaries by position).
-  for (std::size_t k = 0; k < pos.size(); ++k) {
-    const bool edge = (o.idle_before && k == 0 && pos[k] == 0.0) || (o.idle_after && k + 1 == pos.size() && pos[k] == static_cast<double>(n) - 1);
-    if (!edge) H.evidence.push_back(g[static_cast<std::size_t>(pos[k])]);
-  }
   H.inner = inner;
   H.z = best_z;
   H.p_phase = done > 0 ? (1.0 + ge_phase) / (1.0 + done) : 1.0;

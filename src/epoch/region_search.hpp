@@ -20,7 +20,7 @@ struct RegionSearchResult {
   bool ok = false;
   double period_samples = 0;          // in the samples of the series it was found on
   std::vector<double> boundaries;     // located boundaries (same samples), the region's edges included when used
-  std::vector<double> evidence;       // the channels' mean excursion at each inner boundary, in order
+  std::vector<double> evidence;       // the channels' mean excursion at each inner boundary (not the idle edges), in order
   std::size_t inner = 0;              // inner boundaries scored
   double z = 0;                       // standardised boundary score against random positions
   double p_value = 1;                 // max of the two surrogate p-values (look-elsewhere included)

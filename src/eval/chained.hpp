@@ -25,8 +25,9 @@ struct ChainedRun {
   bool has_signature = true;       // the source trace's truth says it has a validation pass
 };
 
-// Each chained epoch is one of the real epochs (the first is the source's first, with its warm-up; the
-// last its last; those between drawn uniformly from its inner epochs), resampled by nearest
+// Each chained epoch is one of the real epochs (the first is the source's first, with its warm-up;
+// the last its last; those between drawn from its inner epochs as 1 + u mod (epochs - 2), u
+// uniform over all epochs: with 5, inner epochs 1 and 2 twice as often as 3), resampled by nearest
 // sample to round(n * (1 + e)) samples, e ~ N(0, length_cv) clipped to +/- 3 sd (the readings
 // and the signature's shape are kept; its duration scales). The time axis is the trace's median
 // interval throughout. Deterministic for a seed. Throws std::runtime_error when the source has

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "epochcast/epoch/detect.hpp"
@@ -93,18 +94,24 @@ TEST(ChainedRuns, NoSignatureChainAbstains) {
   }
 }
 
+// A chain of `name`'s epochs detected after the fact, with the checks every find of the
+// search-alone tail class shares: found, at the class's 0.55, within 2 % of the chain's mean epoch.
+Segmentation search_alone_find(const char* name, const eval::ChainSpec& spec, std::uint64_t seed) {
+  const auto run = eval::chain_real_epochs(testing::load_real_base(kDir, name), spec, seed);
+  Segmentation seg = detect_epochs(run.trace);
+  EXPECT_TRUE(seg.found) << seg.reason;
+  EXPECT_DOUBLE_EQ(seg.confidence, 0.55) << seg.reason;
+  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
+  return seg;
+}
+
 // A 30-epoch resnet50 chain: the other proposers stay below their bar, the whole-region search
 // alone beats both nulls' extreme-value tail (Gumbel p <= 0.001) and their candidate is its
 // period: found within 2 % at the class's confidence 0.55 (arbitration.cpp kConfidenceAloneTail;
 // detect_bench --eval-long: resnet50, 30 epochs, 5 %, seed 1).
 TEST(ChainedRuns, SearchAloneBeyondTheTail) {
-  const auto base = testing::load_real_base(kDir, "resnet50_224_bs256_bf16");
-  const auto run = eval::chain_real_epochs(base, {30, 0.05}, 7919ULL * 1 + 30);
-  const auto seg = detect_epochs(run.trace);
-  ASSERT_TRUE(seg.found) << seg.reason;
+  const auto seg = search_alone_find("resnet50_224_bs256_bf16", {30, 0.05}, 7919ULL * 1 + 30);
   EXPECT_EQ(seg.reason.rfind("the whole-region search alone:", 0), 0u) << seg.reason;
-  EXPECT_DOUBLE_EQ(seg.confidence, 0.55);
-  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
   EXPECT_GE(seg.epochs.size(), 20u);
 }
 
@@ -113,13 +120,8 @@ TEST(ChainedRuns, SearchAloneBeyondTheTail) {
 // and the others' candidate is its period (detect_bench --eval-long: effnetb0, 100, 2 %, seed 1;
 // no period before the chain).
 TEST(ChainedRuns, BoundaryChainFollowsAHundredWanderingEpochs) {
-  const auto base = testing::load_real_base(kDir, "effnetb0_224_bs64_ckpt_500ms");
-  const auto run = eval::chain_real_epochs(base, {100, 0.02}, 7919ULL * 1 + 100);
-  const auto seg = detect_epochs(run.trace);
-  ASSERT_TRUE(seg.found) << seg.reason;
+  const auto seg = search_alone_find("effnetb0_224_bs64_ckpt_500ms", {100, 0.02}, 7919ULL * 1 + 100);
   EXPECT_NE(seg.reason.find("(boundary chain)"), std::string::npos) << seg.reason;
-  EXPECT_DOUBLE_EQ(seg.confidence, 0.55);
-  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
   EXPECT_GE(seg.epochs.size(), 90u);
 }
 
@@ -128,14 +130,9 @@ TEST(ChainedRuns, BoundaryChainFollowsAHundredWanderingEpochs) {
 // among the search's, found within 2 % at 0.55 (detect_bench --eval-long: resnet50, 30 epochs,
 // 10 %, seed 3). The rule on hand-made hypotheses: ArbitrationMultiple.*.
 TEST(ChainedRuns, SearchAloneWhenTheOthersBestGuessIsAMultiple) {
-  const auto base = testing::load_real_base(kDir, "resnet50_224_bs256_bf16");
-  const auto run = eval::chain_real_epochs(base, {30, 0.10}, 7919ULL * 3 + 30);
-  const auto seg = detect_epochs(run.trace);
-  ASSERT_TRUE(seg.found) << seg.reason;
+  const auto seg = search_alone_find("resnet50_224_bs256_bf16", {30, 0.10}, 7919ULL * 3 + 30);
   EXPECT_EQ(seg.reason.rfind("the whole-region search alone:", 0), 0u) << seg.reason;
   EXPECT_NE(seg.reason.find("their best guess is 3 of its epochs"), std::string::npos) << seg.reason;
-  EXPECT_DOUBLE_EQ(seg.confidence, 0.55);
-  EXPECT_LE(std::abs(seg.period_s - run.period_s), 0.02 * run.period_s) << seg.reason;
 }
 
 // A real run warms up once: the chain opens with the source's first epoch (its warm-up) and
