@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "epochcast/core/error.hpp"
 #include "epochcast/fleet/watch.hpp"
+#include "epochcast/service/jobs.hpp"  // default_store_path
 #include "epochcast/service/service.hpp"
 #include "fleet_options.hpp"
 #include "http_api.hpp"
@@ -28,6 +29,7 @@ namespace {
 struct WatchArgs {
   FleetArgs fleet;
   std::string model, prices, catalog;
+  std::string store;  // job store: every ended job recorded, predictions calibrated
   std::string listen;  // empty: no server
   std::string token;
   bool insecure = false;
@@ -69,7 +71,9 @@ void print_table(const fleet::FleetSnapshot& s) {
       fmt::print("{:<16} {:>3} {:<10} {:<28} {:<6} {:>9} {:>5}  {:<24} {}\n", g.hostname, g.gpu, type, "-", "idle", "-",
                  "-", "-", "");
     for (const auto& j : g.jobs) {
-      const std::string name = j.labels.contains("pod") ? j.labels.at("pod") : j.id.substr(j.id.find('/') + 1);
+      const std::string name = !j.job_key.empty()          ? j.job_key
+                               : j.labels.contains("pod") ? j.labels.at("pod")
+                                                          : j.id.substr(j.id.find('/') + 1);
       std::string fastest = "-";
       if (!j.predictions.empty())
         fastest = fmt::format("{} {:.1f} s", j.predictions.front().target_gpu, j.predictions.front().epoch_s);
@@ -88,6 +92,10 @@ void run_watch(const WatchArgs& a) {
   config.prices_path = a.prices;
   config.gpu_catalog_path = a.catalog;
   config.hide_paths = !a.listen.empty();
+  // $EPOCHCAST_STORE stands in for --store where a key asks for one (as predict --job).
+  config.store_path = !a.store.empty() ? a.store : request.job_key.empty() ? std::string() : default_store_path();
+  if (!request.job_key.empty() && config.store_path.empty())
+    throw FieldError("job_key_template", "needs a job store to record the jobs in: --store DB or $EPOCHCAST_STORE");
   if (a.model.empty() && !a.quiet)
     std::cerr << "epochcast: loading the default model (fitted from the bundled dataset on first use)\n";
   const Service service(config);
@@ -166,6 +174,9 @@ void add_watch_command(CLI::App& app) {
   cmd->add_option("--model", args->model, "model file from 'epochcast fit' (default: fitted from the bundled data)");
   cmd->add_option("--prices", args->prices, "price catalog CSV (default: the bundled data/prices.csv)");
   cmd->add_option("--catalog", args->catalog, "GPU catalog CSV (default: the bundled data/gpus.csv)");
+  cmd->add_option("--store", args->store,
+                  "job store: every ended job is recorded (under --job-key when given) and predictions take its "
+                  "calibration (docs/store.md; default with --job-key: $EPOCHCAST_STORE)");
   cmd->add_flag("--once", args->once, "one pass, print it, exit (status 1 when a request failed)");
   cmd->add_flag("--json", args->json, "each pass as one line of GET /v1/fleet's JSON");
   cmd->add_flag("--quiet,-q", args->quiet, "no progress or pass lines on stderr (faults are still reported)");

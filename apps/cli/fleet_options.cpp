@@ -22,6 +22,9 @@ void add_fleet_options(CLI::App& cmd, FleetArgs& a, bool url_required) {
   cmd.add_option("--gpus", a.gpus, "GPU types to predict for (catalog ids), or all")->capture_default_str();
   cmd.add_option("--min-confidence", a.min_confidence, "detection's bar for a found period (0 to 1)")->capture_default_str();
   cmd.add_option("--gpus-per-query", a.gpus_per_query, "UUIDs per query (a regex alternation)")->capture_default_str();
+  cmd.add_option("--job-key", a.job_key,
+                 "record each ended job in the job store under this key made of its labels, e.g. "
+                 "'{namespace}/{job_name}': runs of one key on two GPU types are measured pairs (needs --store)");
 }
 
 fleet::WatchRequest to_watch_request(const FleetArgs& a) {
@@ -36,6 +39,7 @@ fleet::WatchRequest to_watch_request(const FleetArgs& a) {
   r.gpus = parse_gpu_list(a.gpus, "gpus");
   r.min_confidence = a.min_confidence;
   r.gpus_per_query = a.gpus_per_query;
+  r.job_key = a.job_key;
   r.validate();
   return r;
 }

@@ -24,6 +24,7 @@ struct FleetArgs {
   std::string gpus = "all";
   double min_confidence = 0.5;
   std::size_t gpus_per_query = 100;
+  std::string job_key;  // template over a job's labels: its key in the job store
 };
 
 // `url_required`: watch needs --prometheus; serve takes it as an option.

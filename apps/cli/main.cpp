@@ -70,7 +70,7 @@ std::string flag_for_field(std::string_view field) {
       {"job_key", "--job"},              {"store_path", "--store"},
       {"every_s", "--every"},            {"lookback_s", "--lookback"},
       {"settle_s", "--settle"},          {"timeout_s", "--timeout"},
-      {"url", "--prometheus"},
+      {"url", "--prometheus"},           {"job_key_template", "--job-key"},
   };
   for (const auto& [name, flag] : kFlags)
     if (name == field) return std::string(flag);

@@ -25,6 +25,8 @@ nlohmann::json job_json(const JobView& j) {
   }
   return {{"id", j.id},
           {"labels", j.labels},
+          {"job_key", j.job_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(j.job_key)},
+          {"store_run_id", j.store_run_id > 0 ? nlohmann::json(j.store_run_id) : nlohmann::json(nullptr)},
           {"start", format_iso8601_utc(j.start_unix_s)},
           {"end", j.end_unix_s ? nlohmann::json(format_iso8601_utc(*j.end_unix_s)) : nlohmann::json(nullptr)},
           {"samples", j.samples},

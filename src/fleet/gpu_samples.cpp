@@ -21,14 +21,16 @@ struct MetricSeries {
 
 }  // namespace
 
-Labels job_labels(const Labels& series_labels) {
+Labels job_labels(const Labels& series_labels, const std::vector<std::string>& key_labels) {
   Labels out;
-  for (const char* key : {"pod", "namespace", "container"}) {
-    const std::string exported = get(series_labels, (std::string("exported_") + key).c_str());
-    const std::string plain = get(series_labels, key);
+  const auto take = [&](const std::string& key) {
+    const std::string exported = get(series_labels, ("exported_" + key).c_str());
+    const std::string plain = get(series_labels, key.c_str());
     if (!exported.empty()) out[key] = exported;
     else if (!plain.empty()) out[key] = plain;
-  }
+  };
+  for (const char* key : {"pod", "namespace", "container"}) take(key);
+  for (const std::string& key : key_labels) take(key);
   return out;
 }
 
@@ -43,7 +45,7 @@ const std::string& watched_metric_regex() {
 }
 
 void collect_rows(const std::vector<PrometheusSeries>& all, std::map<std::string, GpuRows>& into,
-                  std::size_t& unmatched) {
+                  std::size_t& unmatched, const std::vector<std::string>& key_labels) {
   std::map<std::string, std::vector<MetricSeries>> by_uuid;
   for (const auto& s : all) {
     const std::string uuid = get(s.labels, "UUID");
@@ -80,7 +82,7 @@ void collect_rows(const std::vector<PrometheusSeries>& all, std::map<std::string
       if (rows.hostname.empty()) rows.hostname = get(l, "Hostname");
       if (rows.gpu.empty()) rows.gpu = get(l, "gpu");
       if (rows.model_name.empty()) rows.model_name = get(l, "modelName");
-      const Labels job = job_labels(l);
+      const Labels job = job_labels(l, key_labels);
       auto found = std::find(rows.label_sets.begin(), rows.label_sets.end(), job);
       const auto set = static_cast<std::uint32_t>(found - rows.label_sets.begin());
       if (found == rows.label_sets.end()) rows.label_sets.push_back(job);

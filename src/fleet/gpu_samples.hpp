@@ -17,8 +17,9 @@
 namespace epochcast::fleet {
 
 // The labels that name a job: Kubernetes' pod, namespace and container as dcgm-exporter adds
-// them (exported_* when the scrape renamed them because the exporter's own pod has the same).
-[[nodiscard]] Labels job_labels(const Labels& series_labels);
+// them (exported_* when the scrape renamed them because the exporter's own pod has the same),
+// and the labels a job key template reads (`key_labels`, the same rule).
+[[nodiscard]] Labels job_labels(const Labels& series_labels, const std::vector<std::string>& key_labels = {});
 
 struct GpuRows {
   std::string hostname, gpu, model_name;
@@ -34,7 +35,7 @@ struct GpuRows {
 // metrics outside the metric table are ignored. Rows are merged into `into` after the rows it
 // holds (samples at or before its last row are duplicates of a window's border and dropped).
 void collect_rows(const std::vector<PrometheusSeries>& series, std::map<std::string, GpuRows>& into,
-                  std::size_t& unmatched);
+                  std::size_t& unmatched, const std::vector<std::string>& key_labels = {});
 
 // The metric names watch reads: every metric-table metric with a dcgm-exporter name (host ones
 // excluded), as a regex alternation.

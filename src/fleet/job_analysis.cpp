@@ -25,6 +25,12 @@ void analyse(JobState& job, const Service& service, const AnalysisConfig& config
   v.found = false;
   v.epoch_s = 0;
   v.confidence = 0;
+  std::string key_problem;
+  if (config.key_template && !config.key_template->empty()) {
+    JobKey key = render_job_key(*config.key_template, v.labels);
+    v.job_key = std::move(key.key);
+    key_problem = std::move(key.problem);
+  }
   if (job.trace.size() < kMinRowsToAnalyse) {
     v.why = fmt::format("{} samples, fewer than the {} detection needs", job.trace.size(), kMinRowsToAnalyse);
   } else {
@@ -43,7 +49,13 @@ void analyse(JobState& job, const Service& service, const AnalysisConfig& config
         request.source_gpu = *config.catalog_id;
         request.gpus = config.targets;
         request.min_detection_confidence = config.min_confidence;
+        // Once per job, at its end; a restarted watcher reading it again finds it recorded
+        // (the trace is named after the job: job_split.cpp).
+        using Record = PredictRequest::StoreRecord;
+        request.store_record = config.record && job.ended ? Record::kOnce : Record::kNo;
+        if (request.store_record != Record::kNo) request.job_key = v.job_key;
         const PredictReport report = service.predict(job.trace, request);
+        if (request.store_record != Record::kNo) v.store_run_id = report.store_run_id;
         const Segmentation& seg = report.source.detected;
         v.found = seg.found;
         v.confidence = seg.confidence;
@@ -63,6 +75,7 @@ void analyse(JobState& job, const Service& service, const AnalysisConfig& config
       v.why = e.what();
     }
   }
+  if (!key_problem.empty()) v.why = v.why.empty() ? key_problem : v.why + "; " + key_problem;
   // An ended job's rows are not needed again: its answer stays, its memory goes.
   if (job.ended) {
     job.trace.time_s = {};

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "epochcast/service/service.hpp"
+#include "job_key.hpp"
 #include "job_split.hpp"
 
 namespace epochcast::fleet {
@@ -23,11 +24,16 @@ struct AnalysisConfig {
   double min_confidence = 0.5;
   std::optional<std::string> catalog_id;  // the job's GPU; none: detection only
   std::string model_name;
+  // The Service records runs in a job store: a job is recorded once, at its analysis after it
+  // ended (a running job's answers are not its last), under its key when the template makes one.
+  bool record = false;
+  const JobKeyTemplate* key_template = nullptr;
 };
 
 // Whether the job has grown (or ended) enough to be analysed again.
 [[nodiscard]] bool analysis_due(const JobState& job);
-// Fills job.view from the Service's answer; errors become `why`, never exceptions.
+// Fills job.view from the Service's answer (and records an ended job, config.record); errors
+// become `why`, never exceptions.
 void analyse(JobState& job, const Service& service, const AnalysisConfig& config);
 
 }  // namespace epochcast::fleet

@@ -29,7 +29,8 @@ void GpuTimeline::open(std::int64_t ms, const Labels& labels, const GpuRows& row
   job.view.id = fmt::format("{}/{}", uuid_, format_iso8601_utc(static_cast<double>(ms) / 1000).substr(0, 19) + "Z");
   job.view.labels = labels;
   job.view.start_unix_s = static_cast<double>(ms) / 1000;
-  job.trace.source = source_;
+  // Named after the job: the job store records it once under this name (job_analysis.cpp).
+  job.trace.source = fmt::format("{} job {}", source_, job.view.id);
   job.trace.format = "prometheus";
   job.trace.gpu.uuid = uuid_;
   job.trace.gpu.name = rows.model_name;

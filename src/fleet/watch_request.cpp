@@ -5,6 +5,7 @@
 
 #include "epochcast/collect/prometheus.hpp"
 #include "epochcast/fleet/watch.hpp"
+#include "job_key.hpp"
 
 namespace epochcast::fleet {
 
@@ -39,6 +40,7 @@ void WatchRequest::validate() const {
   if (selector.find_first_of("{}") != std::string::npos)
     throw FieldError("selector", fmt::format("takes label matchers only, without braces (namespace=\"ml\"), got '{}'",
                                              selector));
+  static_cast<void>(parse_job_key_template(job_key));
 }
 
 double parse_duration_s(std::string_view text, std::string_view field) {

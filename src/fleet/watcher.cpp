@@ -16,6 +16,7 @@
 #include "epochcast/trace/read.hpp"
 #include "gpu_samples.hpp"
 #include "job_analysis.hpp"
+#include "job_key.hpp"
 #include "job_split.hpp"
 #include "promql_client.hpp"
 
@@ -58,6 +59,7 @@ struct Watcher::Impl {
   std::function<double()> clock;
   std::function<void(const std::string&)> log;
   PromClient client;
+  JobKeyTemplate key_template;           // request.job_key, parsed
   std::map<std::string, GpuState> gpus;  // by UUID
   double discovered_to = 0;
 
@@ -66,7 +68,7 @@ struct Watcher::Impl {
 
   Impl(const Service& s, WatchRequest r, std::function<double()> c, std::function<void(const std::string&)> l)
       : service(s), request(std::move(r)), clock(c ? std::move(c) : wall_clock), log(std::move(l)),
-        client(request.url, request.timeout_s) {}
+        client(request.url, request.timeout_s), key_template(parse_job_key_template(request.job_key)) {}
 
   void say(const std::string& line) const {
     if (log) log(line);
@@ -146,7 +148,7 @@ struct Watcher::Impl {
       refusals = 0;
       std::map<std::string, GpuRows> rows;
       std::size_t unmatched = 0;
-      collect_rows(series, rows, unmatched);
+      collect_rows(series, rows, unmatched, key_template.labels);
       std::size_t samples = 0;
       for (const auto& s : series) samples += s.points.size();
       stats.samples += samples;
@@ -217,7 +219,8 @@ struct Watcher::Impl {
         g.catalog_id = g.model_name.empty() ? std::nullopt : service.catalog_id(g.model_name);
         g.catalog_checked = true;
       }
-      AnalysisConfig config{request.gpus, request.min_confidence, g.catalog_id, g.model_name};
+      AnalysisConfig config{request.gpus, request.min_confidence, g.catalog_id, g.model_name, service.has_store(),
+                            &key_template};
       for (JobState& job : g.timeline->jobs())
         if (analysis_due(job)) {
           analyse(job, service, config);
@@ -259,6 +262,8 @@ struct Watcher::Impl {
 Watcher::Watcher(const Service& service, WatchRequest request, std::function<double()> clock,
                  std::function<void(const std::string&)> log) {
   request.validate();
+  if (!request.job_key.empty() && !service.has_store())
+    throw FieldError("job_key_template", "needs a job store to record the jobs in (--store DB)");
   // Unknown targets fail now, not as a reason on every job.
   for (std::string& target : request.gpus) {
     const auto id = service.catalog_id(target);

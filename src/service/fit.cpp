@@ -215,6 +215,8 @@ std::vector<PairPredictionError> Service::prediction_errors() const {
   return impl_->store ? impl_->store->prediction_errors() : std::vector<PairPredictionError>{};
 }
 
+bool Service::has_store() const { return !impl_->config.store_path.empty(); }
+
 std::pair<std::size_t, std::int64_t> Service::store_pairable_runs() const {
   impl_->load();
   return store_of(*impl_).pairable_runs();

@@ -245,6 +245,9 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   const ModelState& m = *state;
   if (!request.job_key.empty() && !s.store)
     throw FieldError("job_key", fmt::format("'{}' needs a job store to record the run in (none is configured)", request.job_key));
+  using Record = PredictRequest::StoreRecord;
+  const bool records = s.store && request.store_record != Record::kNo;
+  const bool once = request.store_record == Record::kOnce;
   const Precision precision = parse_precision(request.precision);
   PredictReport report = start_report(trace, request, precision, m);
   report.job_key = request.job_key;
@@ -259,7 +262,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
 
   const double epoch_s = choose_epoch_time(trace, request, report);
   if (epoch_s <= 0) {
-    if (s.store) s.store->record(report, FeatureRow{}, m.version);  // every analysed run, found or not
+    if (records) s.store->record(report, FeatureRow{}, m.version, once);  // every analysed run, found or not
     return report;
   }
   report.source.measured_epoch_s = epoch_s;
@@ -310,7 +313,7 @@ PredictReport Service::predict(const Trace& trace, const PredictRequest& request
   rank_by_time(report.predictions);
   add_summary_warnings(report);
   add_calibration_warning(report);
-  if (s.store && s.store->record(report, features, m.version)) s.refresh_calibration();
+  if (records && s.store->record(report, features, m.version, once)) s.refresh_calibration();
   return report;
 }
 

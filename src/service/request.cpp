@@ -59,9 +59,6 @@ void DetectRequest::validate() const {
   if (min_epochs < 2) throw FieldError("min_epochs", fmt::format("must be at least 2, got {}", min_epochs));
 }
 
-// Longer than any pod/job name Kubernetes allows (253).
-constexpr std::size_t kMaxJobKeyBytes = 256;
-
 void PredictRequest::validate() const {
   if (epochs < 1) throw FieldError("epochs", fmt::format("must be at least 1, got {}", epochs));
   if (!(min_detection_confidence >= 0 && min_detection_confidence <= 1))

@@ -41,7 +41,8 @@ std::vector<PairPredictionError> StoreLink::prediction_errors() const {
   return store_.prediction_errors();
 }
 
-bool StoreLink::record(PredictReport& report, const FeatureRow& features, const std::string& model_version) {
+bool StoreLink::record(PredictReport& report, const FeatureRow& features, const std::string& model_version,
+                       bool once) {
   RunRecord run;
   run.job_key = report.job_key;
   run.gpu = report.source.gpu;
@@ -63,7 +64,7 @@ bool StoreLink::record(PredictReport& report, const FeatureRow& features, const 
   std::lock_guard lock(mu_);
   RecordResult result;
   try {
-    result = store_.record(std::move(run));
+    result = once ? store_.record_once(std::move(run)) : store_.record(std::move(run));
   } catch (const Error& e) {
     // The prediction stands; the store is as it was (one transaction) and says why.
     if (e.code() != ErrorCode::kIo && e.code() != ErrorCode::kParse) throw;
@@ -71,6 +72,7 @@ bool StoreLink::record(PredictReport& report, const FeatureRow& features, const 
     return false;
   }
   report.store_run_id = result.id;
+  if (!result.recorded) return false;
   for (const auto& f : result.feedback)
     report.warnings.push_back(fmt::format(
         "job '{}': run {} on {} had predicted {:.4g} s/epoch here; measured {:.4g} s ({:+.1f} %), recorded in {}",

@@ -25,8 +25,10 @@ class StoreLink {
   // Records the run of `report` (features from its window), predicted by `model_version`, and
   // the feedback it makes possible; sets report.store_run_id and adds a line per checked
   // prediction to the warnings. True when the run may have formed a new measured pair (a job
-  // key and a measured epoch time): the caller refreshes the calibration.
-  bool record(PredictReport& report, const FeatureRow& features, const std::string& model_version);
+  // key and a measured epoch time): the caller refreshes the calibration. `once`: not when
+  // the store holds a run of the same trace name (JobStore::record_once; store_run_id is then
+  // that run's, and nothing is added).
+  bool record(PredictReport& report, const FeatureRow& features, const std::string& model_version, bool once = false);
   // The running error of checked predictions per GPU pair (JobStore::prediction_errors).
   [[nodiscard]] std::vector<PairPredictionError> prediction_errors() const;
   [[nodiscard]] std::pair<std::size_t, std::int64_t> pairable_runs() const;

@@ -237,6 +237,24 @@ RecordResult JobStore::record(RunRecord run) {
   return r;
 }
 
+RecordResult JobStore::record_once(RunRecord run) {
+  impl_->require_writable("record");
+  sqlite::Transaction tx(impl_->db);
+  if (!run.trace.empty()) {
+    sqlite::Stmt st(impl_->db, "SELECT id FROM runs WHERE trace = ? ORDER BY id LIMIT 1");
+    st.bind(1, std::string_view(run.trace));
+    if (st.step()) {
+      RecordResult known;
+      known.id = st.int64(0);
+      known.recorded = false;
+      return known;  // the transaction rolls back: nothing written
+    }
+  }
+  RecordResult r = impl_->insert(std::move(run));
+  tx.commit();
+  return r;
+}
+
 std::vector<RunRecord> JobStore::runs(const std::optional<std::string>& job_key) const {
   std::vector<RunRecord> out;
   if (!impl_->has_tables()) return out;

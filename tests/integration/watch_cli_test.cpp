@@ -1,6 +1,8 @@
 // `epochcast watch` and `serve --prometheus` end to end: the built CLI against a real
 // Prometheus holding a backfilled fleet (watch_fleet.hpp).
 #include <gtest/gtest.h>
+
+#include <set>
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
@@ -56,6 +58,30 @@ TEST_F(WatchCli, OnceJsonKeepsTheFleetContract) {
   expect_contract(j);
   EXPECT_EQ(j["source"], fleet_->url());
   EXPECT_TRUE(j["last_pass"]["ok"].get<bool>());
+}
+
+// --store --job-key: each ended job recorded under its key, readable with `jobs list`.
+TEST_F(WatchCli, StoreRecordsEachEndedJobUnderItsKey) {
+  TempDir dir("watch-store-cli");
+  const std::string db = (dir / "jobs.db").string();
+  auto args = watch_args();
+  for (const char* a : {"--once", "--json", "--quiet", "--job-key", "{namespace}/{pod}", "--store"}) args.push_back(a);
+  args.push_back(db);
+  const RunResult r = run_cli(args, {}, dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> recorded;
+  for (const auto& g : j["gpus"])
+    for (const auto& job : g["jobs"]) {
+      if (job["end"].is_null()) EXPECT_TRUE(job["store_run_id"].is_null()) << job.dump();
+      if (!job["store_run_id"].is_null() && !job["job_key"].is_null()) recorded.insert(job["job_key"].get<std::string>());
+    }
+  EXPECT_TRUE(recorded.contains("ml/train-a")) << r.out;
+  EXPECT_FALSE(recorded.contains("ml/train-f")) << "still running";
+  const RunResult list = run_cli({"jobs", "list", "--store", db, "--json"}, {}, dir.path());
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("\"ml/train-a\""), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("ml/train-f"), std::string::npos) << list.out;
 }
 
 TEST_F(WatchCli, ListenServesFleetAndMetricsPromtoolAccepts) {
@@ -146,7 +172,10 @@ TEST(WatchCliArgs, BadValuesNameTheFlag) {
                        Bad{{"--every", "0s"}, "--every must be"},
                        Bad{{"--lookback", "forever"}, "--lookback must be a duration"},
                        Bad{{"--selector", "{pod=\"x\"}"}, "--selector takes label matchers only"},
-                       Bad{{"--gpus", "nosuchgpu"}, "nosuchgpu"}}) {
+                       Bad{{"--gpus", "nosuchgpu"}, "nosuchgpu"},
+                       Bad{{"--job-key", "{job}", "--store", "x.db"}, "--job-key '{job}' names the scrape target"},
+                       Bad{{"--job-key", "{namespace}/{pod"}, "--job-key '{' at character 13 is not closed"},
+                       Bad{{"--job-key", "{namespace}/{pod}"}, "--job-key needs a job store"}}) {
     std::vector<std::string> args = {"watch", "--prometheus", "http://127.0.0.1:1", "--once"};
     args.insert(args.end(), b.args.begin(), b.args.end());
     const RunResult r = run_cli(args, {}, dir.path());

@@ -43,6 +43,10 @@ struct WatchRequest {
   std::size_t samples_per_query = 400000;  // aimed at per request (answer size: ~25 bytes each)
   std::vector<std::string> gpus;           // prediction targets; empty: the whole catalog
   double min_confidence = 0.5;             // detection's bar for "found"
+  // With a Service that has a job store: each job is recorded there once it ends, under the key
+  // this template makes of its labels ("{namespace}/{job_name}"; docs/watch.md "Job store");
+  // "": recorded without a key. Without a store it must be "".
+  std::string job_key;
 
   void validate() const;  // FieldError naming the field
 };
@@ -63,7 +67,9 @@ struct JobPrediction {
 
 struct JobView {
   std::string id;                              // stable: UUID/start
-  std::map<std::string, std::string> labels;   // pod, namespace, container (those present)
+  std::map<std::string, std::string> labels;   // pod, namespace, container, the job key's (those present)
+  std::string job_key;                         // from WatchRequest::job_key; "" when none
+  std::int64_t store_run_id = 0;               // the job store's run, once the ended job is recorded
   double start_unix_s = 0;
   std::optional<double> end_unix_s;            // none while running
   std::size_t samples = 0;

@@ -70,6 +70,9 @@ struct DetectRequest {
   void validate() const;
 };
 
+// The longest job key (PredictRequest::job_key): longer than any pod/job name Kubernetes allows (253).
+inline constexpr std::size_t kMaxJobKeyBytes = 256;
+
 struct PredictRequest {
   // Catalog id or an nvidia-smi name ("Tesla T4"); empty: from the trace's name column.
   std::string source_gpu;
@@ -85,6 +88,12 @@ struct PredictRequest {
   // The operator's job key: runs of one key on different GPU types become measured pairs in
   // the job store (docs/store.md). Needs ServiceConfig::store_path.
   std::string job_key;
+  // Whether the job store (ServiceConfig::store_path) records this run: kYes every time; kNo
+  // for an answer that is not the run's last (watch re-analyses a running job as it grows and
+  // records it once it ends); kOnce unless the store already holds a run of the same trace
+  // name (Trace::source: watch names each job, so a restarted watcher does not record it twice).
+  enum class StoreRecord { kYes, kNo, kOnce };
+  StoreRecord store_record = StoreRecord::kYes;
   // The job's precision: auto, fp32, tf32, fp16 or bf16 (docs/predict.md, "Precision"); an
   // unknown word is an error listing the choices.
   std::string precision = "auto";

@@ -197,6 +197,8 @@ class Service {
   [[nodiscard]] std::optional<RefitResult> refit(const std::string& model_file = {}) const;
   // The running error of the store's checked predictions per GPU pair (jobs pairs, /metrics).
   [[nodiscard]] std::vector<PairPredictionError> prediction_errors() const;
+  // Whether runs are recorded in a job store (ServiceConfig::store_path).
+  [[nodiscard]] bool has_store() const;
   // The store's runs that can form pairs (a job key and a measured epoch time): their count and
   // largest row id. A refit schedule refits only when this changed.
   [[nodiscard]] std::pair<std::size_t, std::int64_t> store_pairable_runs() const;

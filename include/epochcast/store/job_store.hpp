@@ -27,6 +27,8 @@ struct RecordResult {
   std::int64_t id = 0;
   // Predictions of earlier runs of the same job key for this run's GPU, now checked.
   std::vector<FeedbackRecord> feedback;
+  // False when record_once() found a run of the same trace name (id is that run's).
+  bool recorded = true;
 };
 
 struct ImportResult {
@@ -52,6 +54,9 @@ class JobStore {
   // transaction, and the feedback it makes possible. Error(kInvalidArgument) naming the field
   // for a run without a GPU or with a negative epoch time.
   RecordResult record(RunRecord run);
+  // As record(), unless a run with the same (non-empty) trace name is stored already: checked
+  // and written in one transaction, so two writers cannot both record it.
+  RecordResult record_once(RunRecord run);
   // Every run, oldest first; only those of `job_key` when given.
   [[nodiscard]] std::vector<RunRecord> runs(const std::optional<std::string>& job_key = std::nullopt) const;
   // The runs pairs are made of (a job key and a measured epoch time), oldest first, without

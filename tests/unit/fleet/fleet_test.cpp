@@ -9,6 +9,7 @@
 
 #include "epochcast/fleet/watch.hpp"
 #include "gpu_samples.hpp"
+#include "job_key.hpp"
 #include "job_split.hpp"
 
 using namespace epochcast;
@@ -107,6 +108,56 @@ TEST(GpuRows, ExportedPodLabelsNameTheJob) {
   EXPECT_EQ(l.at("pod"), "train");
   EXPECT_EQ(l.at("namespace"), "ml");
   EXPECT_FALSE(l.contains("UUID"));
+}
+
+TEST(GpuRows, JobKeyLabelsAreKeptWithTheJobsLabels) {
+  const Labels l = job_labels({{"pod", "r50-x7k2p"}, {"job_name", "r50"}, {"exported_team", "vision"}, {"team", "infra"},
+                               {"other", "dropped"}},
+                              {"job_name", "team"});
+  EXPECT_EQ(l.at("job_name"), "r50");
+  EXPECT_EQ(l.at("team"), "vision") << "exported_* wins, as for pod";
+  EXPECT_FALSE(l.contains("other"));
+}
+
+TEST(JobKey, TemplateMakesTheKeyOfTheJobsLabels) {
+  const JobKeyTemplate t = parse_job_key_template("{namespace}/{job_name}-v{job_name}");
+  EXPECT_EQ(t.labels, (std::vector<std::string>{"namespace", "job_name"}));
+  EXPECT_EQ(render_job_key(t, {{"namespace", "ml"}, {"job_name", "r50"}}).key, "ml/r50-vr50");
+  const JobKey missing = render_job_key(t, {{"namespace", "ml"}});
+  EXPECT_EQ(missing.key, "");
+  EXPECT_NE(missing.problem.find("'job_name'"), std::string::npos) << missing.problem;
+  EXPECT_NE(render_job_key(t, {{"namespace", "ml"}, {"job_name", ""}}).problem, "") << "an empty label is no key";
+  // Label values come from scraped series: too long or with control bytes, no key (and why).
+  const JobKey huge = render_job_key(t, {{"namespace", std::string(300, 'n')}, {"job_name", "r"}});
+  EXPECT_EQ(huge.key, "");
+  EXPECT_NE(huge.problem.find("more than 256"), std::string::npos) << huge.problem;
+  const JobKey ctl = render_job_key(t, {{"namespace", "ml\x1b[2J"}, {"job_name", "r"}});
+  EXPECT_EQ(ctl.key, "");
+  EXPECT_NE(ctl.problem.find("control"), std::string::npos);
+  EXPECT_TRUE(parse_job_key_template("").empty());
+}
+
+TEST(JobKey, BadTemplatesAreRefusedWithTheReason) {
+  const auto why = [](std::string_view text) {
+    try {
+      static_cast<void>(parse_job_key_template(text));
+    } catch (const FieldError& e) {
+      EXPECT_EQ(e.field(), "job_key_template");
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(why("{pod").find("not closed"), std::string::npos);
+  EXPECT_NE(why("pod}").find("without"), std::string::npos);
+  EXPECT_NE(why("{pod-name}").find("not a label name"), std::string::npos);
+  EXPECT_NE(why("{}").find("not a label name"), std::string::npos);
+  EXPECT_NE(why("nightly").find("names no label"), std::string::npos);
+  // Prometheus' target labels and the GPU's own: one key for every job, or none shared by two GPUs.
+  for (const char* l : {"{job}", "{instance}", "{UUID}", "{Hostname}", "{gpu}", "{modelName}"})
+    EXPECT_NE(why(l).find("not the workload"), std::string::npos) << l;
+  EXPECT_NE(why("{__name__}").find("reserved"), std::string::npos);
+  EXPECT_NE(why("{target_gpu}").find("reserved"), std::string::npos);
+  EXPECT_EQ(why("{namespace}/{pod}"), "accepted");
 }
 
 // Rows every 15 s from `from` s: utilisation `util` and the pod label `pod` ("" for none).

@@ -145,6 +145,26 @@ TEST_F(StoreTest, MeasuredJobRunsAreTheKeyedTimedRunsOnly) {
   for (const auto& r : store.runs()) EXPECT_EQ(r.predictions.size(), 1u) << r.id;
 }
 
+// watch records an ended job once under its trace name; a restarted watcher reading it again
+// (or a second writer) gets the stored run's id back and writes nothing.
+TEST_F(StoreTest, RecordOnceKeepsOneRunPerTraceName) {
+  JobStore store(path(), StoreMode::kReadWrite);
+  RunRecord a = sample_run("h100-sxm", "ml/r50", 3.2);
+  a.trace = "http://prom:9090 job GPU-1/2026-12-04T01:00:00Z";
+  const RecordResult first = store.record_once(a);
+  EXPECT_TRUE(first.recorded);
+  const RecordResult again = store.record_once(a);
+  EXPECT_FALSE(again.recorded);
+  EXPECT_EQ(again.id, first.id);
+  RunRecord b = a;
+  b.trace = "http://prom:9090 job GPU-1/2026-12-04T02:00:00Z";  // the GPU's next job
+  EXPECT_TRUE(store.record_once(b).recorded);
+  EXPECT_EQ(store.run_count(), 2u);
+  // record() itself never deduplicates: a file predicted twice is two runs.
+  store.record(a);
+  EXPECT_EQ(store.run_count(), 3u);
+}
+
 TEST_F(StoreTest, RunWithoutGpuIsRefusedNamingTheField) {
   JobStore store(path(), StoreMode::kReadWrite);
   RunRecord r = sample_run("", "k", 1);
