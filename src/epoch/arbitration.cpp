@@ -175,7 +175,9 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
   // the same period); agreeing (its own best hypothesis, not steered by the others, lands on
   // their period and beats the typical null); otherwise no period, the best guess kept.
   const bool significant = H.p_value <= kRegionAlpha && H.p_block <= kRegionBlockAlpha;
-  const bool agrees = e.found && agree <= kRegionAgree;
+  // A chain the others' period steered (region.grid_multiple) is not their confirmation: it
+  // goes to the search-alone tail class below, with the phase rule.
+  const bool agrees = e.found && agree <= kRegionAgree && region.grid_multiple < 2;
   const double typical_alpha = g_region_typical_alpha.load(std::memory_order_relaxed);
   const bool typical = H.p_block <= typical_alpha && H.p_phase <= typical_alpha;
   if (agrees && (significant || typical)) {
@@ -214,8 +216,10 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
   const double multiple = theirs > 0 ? std::round(theirs / dt / period_samples) : 0.0;
   const bool others_multiple = theirs > 0 && multiple >= 2 &&
                                std::abs(theirs / dt - multiple * period_samples) <= kRegionAgree * multiple * period_samples;
-  const bool phases_alike = !others_multiple || candidate_agrees ||
-                            phase_spread_p(H.evidence, static_cast<std::size_t>(multiple)) > kPhaseAlpha;
+  // The same rule the other way round: the grid's best was m of the chain's epochs.
+  const bool phases_alike = (!others_multiple || candidate_agrees ||
+                             phase_spread_p(H.evidence, static_cast<std::size_t>(multiple)) > kPhaseAlpha) &&
+                            (region.grid_multiple < 2 || phase_spread_p(H.evidence, region.grid_multiple) > kPhaseAlpha);
   if (significant && (candidate_agrees || others_multiple) && phases_alike && H.p_tail <= kRegionTailAlpha) {
     seg.found = true;
     seg.period_s = period_samples * dt;
@@ -226,6 +230,9 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
                              kSearchAloneReason, H.epochs, seg.period_s, H.p_tail, H.why, others);
     if (others_multiple && !candidate_agrees)
       seg.reason += fmt::format("; their {} is {:.0f} of its epochs", e.found ? "period" : "best guess", multiple);
+    if (region.grid_multiple >= 2)
+      seg.reason += fmt::format("; the even grid's best was {} of these epochs, whose boundaries carry alike evidence",
+                                region.grid_multiple);
     if (seg.confidence < options.min_confidence) {
       seg.found = false;
       seg.period_s = 0;

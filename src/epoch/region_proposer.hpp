@@ -31,6 +31,10 @@ struct RegionProposal {
   };
   Kind kind = Kind::kNoData;
   PeriodHypothesis h;  // period in grid samples; p_value = p_phase, p_block
+  // When the even grid's significant best was m >= 2 of the other proposers' period (or best
+  // guess) and a boundary chain near theirs beat its own nulls, h is that chain and this is m:
+  // the arbitration then asks the chain's boundaries, m at a time, to carry alike evidence.
+  std::size_t grid_multiple = 0;
 };
 
 // `others`: the other proposers' answer (its period steers when the nulls also estimate the

@@ -79,5 +79,27 @@ TEST(ArbitrationMultiple, OnePhaseStrongerIsNoSupport) {
   }
 }
 
+// The even grid's best was 2 of the chain's epochs (region.grid_multiple), the chain near the
+// others' guess beat its nulls: taken when its boundaries, two at a time, carry alike evidence,
+// in the tail class (0.55) even where the others found that period (the chain was steered by it,
+// so it is no confirmation at 0.95); refused when every other boundary is stronger.
+double every_other(int k) { return k % 2 == 0 ? 6.0 : 3.0 + 0.1 * ((k * 7) % 5); }
+
+TEST(ArbitrationMultiple, GridAtTwiceTheChainsPeriod) {
+  for (bool found : {true, false}) {
+    auto r = search(alike);
+    r.grid_multiple = 2;
+    const auto seg = detail::arbitrate(others(found, kP * kDt), r, DetectOptions{}, kDt);
+    ASSERT_TRUE(seg.found) << found << ": " << seg.reason;
+    EXPECT_DOUBLE_EQ(seg.confidence, 0.55) << found;
+    EXPECT_DOUBLE_EQ(seg.period_s, kP * kDt);
+    EXPECT_NE(seg.reason.find("the even grid's best was 2 of these epochs"), std::string::npos) << seg.reason;
+    auto alternating = search(every_other);
+    alternating.grid_multiple = 2;
+    const auto no = detail::arbitrate(others(found, kP * kDt), alternating, DetectOptions{}, kDt);
+    EXPECT_FALSE(no.found && no.period_s == kP * kDt) << found << ": " << no.reason;
+  }
+}
+
 }  // namespace
 }  // namespace epochcast
