@@ -77,7 +77,10 @@ std::shared_ptr<const ModelState> Service::Impl::swap_model(std::shared_ptr<cons
   next->label = std::move(label);
   next->validation = std::move(validation);
   next->version = model_version(*next->model);
-  if (store) next->calibration = store->calibration_for(*next->model);
+  if (store) {
+    store->invalidate();  // the residuals are the old model's
+    next->calibration = store->calibration_for(*next->model);
+  }
   std::lock_guard lock(state_mutex);
   next->generation = state->generation + 1;
   std::shared_ptr<const ModelState> previous = std::move(state);

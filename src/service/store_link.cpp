@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "epochcast/core/error.hpp"
 
@@ -22,13 +24,45 @@ StoreLink::StoreLink(const std::string& path, const GpuCatalog& catalog)
     : path_(path), catalog_(catalog), catalog_version_(catalog_version(catalog)), store_(path, StoreMode::kReadWrite) {}
 
 Calibration StoreLink::calibration_for(const StackedModel& model) const {
-  std::vector<RunRecord> runs;
-  {
-    std::lock_guard lock(mu_);
-    runs = store_.measured_job_runs();
+  std::lock_guard lock(mu_);
+  const std::string version = model_version(model);
+  if (&model != cached_model_ || version != cached_version_ || store_.pairable_runs() != cached_seen_) {
+    keys_.clear();
+    ++full_reads_;
+    for (RunRecord& r : store_.measured_job_runs()) {  // oldest first: the last per GPU stays
+      KeyRuns& k = keys_[r.job_key];
+      k.latest[r.gpu] = std::move(r);
+    }
+    cached_model_ = &model;
+    cached_version_ = version;
+    cached_seen_ = store_.pairable_runs();
   }
-  const PairSet set = measured_pairs(runs, model_epoch_predictor(model, catalog_));
-  return fit_calibration(pair_residuals(set, runs, model, catalog_));
+  // Per key as measured_pairs() and pair_residuals() over every run would make them, and
+  // concatenated in key order: the same residuals in the same order, so the same calibration.
+  const EpochPredictor predict = model_epoch_predictor(model, catalog_);
+  std::vector<PairResidual> all;
+  std::vector<RunRecord> runs;
+  for (auto& [key, k] : keys_) {
+    if (k.stale) {
+      runs.clear();
+      for (const auto& [gpu, r] : k.latest) runs.push_back(r);
+      k.residuals = pair_residuals(measured_pairs(runs, predict), runs, model, catalog_);
+      k.stale = false;
+    }
+    all.insert(all.end(), k.residuals.begin(), k.residuals.end());
+  }
+  return fit_calibration(all);
+}
+
+std::size_t StoreLink::full_reads() const {
+  std::lock_guard lock(mu_);
+  return full_reads_;
+}
+
+void StoreLink::invalidate() const {
+  std::lock_guard lock(mu_);
+  cached_model_ = nullptr;
+  keys_.clear();
 }
 
 std::pair<std::size_t, std::int64_t> StoreLink::pairable_runs() const {
@@ -62,6 +96,11 @@ bool StoreLink::record(PredictReport& report, const FeatureRow& features, const 
     if (!p.measured)
       run.predictions.push_back({p.gpu, p.epoch_s, p.interval_lo_s, p.interval_hi_s, p.store_calibration_log});
   std::lock_guard lock(mu_);
+  // A run pairs are made of updates the calibration's cache (its key only), unless the cache
+  // is behind the store already (then the next calibration_for reads it whole anyway).
+  const bool pairable = !run.job_key.empty() && run.epoch_s > 0;
+  std::optional<RunRecord> kept;
+  if (pairable && cached_model_) kept = run;
   RecordResult result;
   try {
     result = once ? store_.record_once(std::move(run)) : store_.record(std::move(run));
@@ -73,6 +112,15 @@ bool StoreLink::record(PredictReport& report, const FeatureRow& features, const 
   }
   report.store_run_id = result.id;
   if (!result.recorded) return false;
+  if (kept) {
+    kept->id = result.id;
+    KeyRuns& k = keys_[kept->job_key];
+    const std::string gpu = kept->gpu;
+    k.latest[gpu] = std::move(*kept);
+    k.stale = true;
+    ++cached_seen_.first;
+    cached_seen_.second = std::max(cached_seen_.second, result.id);
+  }
   for (const auto& f : result.feedback)
     report.warnings.push_back(fmt::format(
         "job '{}': run {} on {} had predicted {:.4g} s/epoch here; measured {:.4g} s ({:+.1f} %), recorded in {}",

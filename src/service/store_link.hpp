@@ -3,6 +3,7 @@
 // One connection per Service, serialised by a mutex (the server predicts on many threads).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,8 +21,15 @@ class StoreLink {
   // Opens (creates) the store for writing.
   StoreLink(const std::string& path, const GpuCatalog& catalog);
 
-  // The calibration of the store's measured pairs for `model` (reads every run).
+  // The calibration of the store's measured pairs for `model`. Kept between calls: after a
+  // record of this link only that run's job key is recomputed; the store is read again in full
+  // for another model, after invalidate(), or when its pairable runs (count, largest id) are not
+  // what this link recorded (another process, an import, a forget).
   [[nodiscard]] Calibration calibration_for(const StackedModel& model) const;
+  // The next calibration_for reads the store in full (a new model is being swapped in).
+  void invalidate() const;
+  // How many times calibration_for has read the store in full (tests, bench/store_scale_bench).
+  [[nodiscard]] std::size_t full_reads() const;
   // Records the run of `report` (features from its window), predicted by `model_version`, and
   // the feedback it makes possible; sets report.store_run_id and adds a line per checked
   // prediction to the warnings. True when the run may have formed a new measured pair (a job
@@ -40,6 +48,18 @@ class StoreLink {
   std::string catalog_version_;
   mutable std::mutex mu_;  // one connection, used from every server thread
   JobStore store_;
+  // calibration_for's inputs under mu_: per job key its latest measured run per GPU and its
+  // pairs' residuals under the model cached_ names; `stale` keys are recomputed on the next call.
+  struct KeyRuns {
+    std::map<std::string, RunRecord> latest;  // by GPU id
+    std::vector<PairResidual> residuals;
+    bool stale = true;
+  };
+  mutable std::map<std::string, KeyRuns> keys_;
+  mutable const StackedModel* cached_model_ = nullptr;
+  mutable std::string cached_version_;
+  mutable std::pair<std::size_t, std::int64_t> cached_seen_{0, 0};  // pairable_runs() they reflect
+  mutable std::size_t full_reads_ = 0;
 };
 
 // Each measured pair of the store counts this many times among the training pairs (its
