@@ -21,7 +21,9 @@
 //                                      trace's training region, with diagnostics (bench/detect_null_real.hpp)
 //   detect_bench --eval-long [--seeds N] [--seed-offset K] [--verbose] [--json FILE] [--write DIR]   semi-real long runs: each
 //                                      shared trace's real epochs chained (10-100), whole-run and
-//                                      --follow detection (bench/detect_eval_long.hpp)
+//                                      --follow detection (bench/detect_eval_long.hpp); --write DIR:
+//                                      each chain not found within 2 %, each wrong live answer's
+//                                      prefix and each follow miss's first 5 epochs, with an index
 //   detect_bench --reliability [--seeds N] [--json FILE]   how often each confidence level is
 //                                      right within 5 %: synthetic, real variants, few-epoch
 //                                      subtle runs (bench/detect_reliability.hpp)

@@ -127,6 +127,15 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
                                    id, f.period_s, f.confidence, live_truth, truth, rows);
             }
           }
+          if (!f.confident && sig && index.is_open()) {
+            // No live answer by the 5th epoch: the prefix the replay ended with, to look at.
+            const auto rows = static_cast<std::size_t>(
+                std::upper_bound(run.trace.time_s.begin(), run.trace.time_s.end(), run.epochs[k].end_s) -
+                run.trace.time_s.begin());
+            write_csv(write_dir + "/" + id + ".follow-miss.csv", prefix_of(run.trace, rows));
+            index << fmt::format("{}.follow-miss.csv  no live answer by epoch {}, chain {:.3f} s (first {} samples)\n", id,
+                                 k + 1, truth, rows);
+          }
           if (index.is_open() && sig && !(seg.found && err <= 0.02)) {
             write_csv(write_dir + "/" + id + ".csv", run.trace);
             index << fmt::format("{}.csv  {} {:.3f} s at {:.2f}, truth {:.3f} s\n", id, seg.found ? "found" : "abstains, guess",
