@@ -21,6 +21,7 @@
 #include "epochcast/service/service.hpp"
 #include "fleet_options.hpp"
 #include "http_api.hpp"
+#include "store_metrics.hpp"
 
 namespace epochcast::cli {
 
@@ -125,6 +126,9 @@ void run_watch(const WatchArgs& a) {
     options.threads = 2;
     options.fleet_json = [&watcher] { return fleet::fleet_json(watcher.snapshot()); };
     options.metrics.push_back([&watcher] { return fleet::fleet_metrics_text(watcher.snapshot()); });
+    // With --store: the running error of the checked predictions per GPU pair, as serve's.
+    if (service.has_store())
+      options.metrics.push_back([&service] { return server::prediction_error_exposition(service.prediction_errors()); });
     if (!a.quiet) options.log = say;
     api = std::make_unique<server::HttpApi>(service, options);
     if (a.json) std::cout << dump_json({{"serving", api->url()}, {"port", api->port()}}) << std::endl;

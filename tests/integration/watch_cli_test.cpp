@@ -84,6 +84,31 @@ TEST_F(WatchCli, StoreRecordsEachEndedJobUnderItsKey) {
   EXPECT_EQ(list.out.find("ml/train-f"), std::string::npos) << list.out;
 }
 
+// With --store, /metrics also carries the running error of the checked predictions (as serve's).
+TEST_F(WatchCli, ListenWithAStoreServesThePredictionErrors) {
+  TempDir dir("watch-listen-store");
+  auto args = watch_args();
+  args.insert(args.begin(), EPOCHCAST_CLI);
+  for (const char* a : {"--listen", "127.0.0.1:0", "--every", "1h", "--job-key", "{namespace}/{pod}", "--store"})
+    args.push_back(a);
+  args.push_back((dir / "jobs.db").string());
+  Process watch(args, {}, dir.path());
+  const int port = watch.serving_port(120);
+  ASSERT_GT(port, 0) << watch.err();
+  httplib::Client client("127.0.0.1", port);
+  const nlohmann::json fleet = fleet_after_first_pass(client);
+  ASSERT_GE(fleet.value("passes", 0), 1) << watch.err();
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("# TYPE epochcast_prediction_error_ratio gauge"), std::string::npos) << metrics->body;
+  bool keyed = false;
+  for (const auto& g : fleet["gpus"])
+    for (const auto& j : g["jobs"]) keyed |= j["job_key"] == "ml/train-a" && !j["store_run_id"].is_null();
+  EXPECT_TRUE(keyed) << fleet.dump();
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait(30), 0) << watch.err();
+}
+
 TEST_F(WatchCli, ListenServesFleetAndMetricsPromtoolAccepts) {
   TempDir dir("watch-listen");
   auto args = watch_args();
@@ -112,6 +137,7 @@ TEST_F(WatchCli, ListenServesFleetAndMetricsPromtoolAccepts) {
     else ADD_FAILURE() << "promtool: " << l;
   }
   EXPECT_GT(camel, 0u) << "promtool's check ran";
+  EXPECT_EQ(metrics->body.find("epochcast_prediction_error_ratio"), std::string::npos) << "no store, no checks";
   // The running job's detected epoch is on /metrics as in the JSON.
   const nlohmann::json* running = nullptr;
   for (const auto& g : fleet["gpus"])
