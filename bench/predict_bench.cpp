@@ -19,10 +19,12 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "epochcast/service/render.hpp"
 #include "epochcast/service/service.hpp"
 #include "epochcast/trace/read.hpp"
+#include "../src/epoch/surrogate_runner.hpp"
 
 namespace {
 
@@ -201,6 +203,26 @@ void BM_PredictSharedH200Trace(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(svc.predict_file(epochcast::TraceRequest{.path = path}, {}).predictions.size());
 }
 BENCHMARK(BM_PredictSharedH200Trace)->Unit(benchmark::kMillisecond);
+
+// The whole-region search's surrogates on the idle cores (src/epoch/surrogate_runner.hpp)
+// against the same predict with every surrogate on the caller's thread (arg 0 = no helpers),
+// side by side, in wall time (the point is latency on idle cores) and the process's CPU time.
+// The answer is the same either way (RegionSearch.SameAnswerOnAnyNumberOfThreads). serve's
+// load bench uploads this trace (bench/serve_load.py).
+void BM_PredictResnet50Helpers(benchmark::State& state) {
+  const std::string path = std::string(EPOCHCAST_TEST_DATA) + "/h200/resnet50_224_bs256_bf16.smi.csv";
+  const epochcast::Service& svc = service();
+  const std::size_t before = epochcast::detail::set_max_surrogate_helpers(
+      state.range(0) == 0 ? 0 : std::max(1U, std::thread::hardware_concurrency()) - 1);
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  for (auto _ : state) benchmark::DoNotOptimize(svc.predict_file(epochcast::TraceRequest{.path = path}, {}).predictions.size());
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  state.counters["cpu_ms_per_predict"] =
+      1e3 * ((c1.tv_sec - c0.tv_sec) + 1e-9 * (c1.tv_nsec - c0.tv_nsec)) / static_cast<double>(state.iterations());
+  epochcast::detail::set_max_surrogate_helpers(before);
+}
+BENCHMARK(BM_PredictResnet50Helpers)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <optional>
 #include <random>
 
 #include "boundary_chain.hpp"
 #include "null_tail.hpp"
 #include "phase_surrogates.hpp"
 #include "region_scan.hpp"
+#include "surrogate_runner.hpp"
 
 namespace epochcast::detail {
 namespace {
@@ -98,8 +98,6 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
   // Nulls: the same search on surrogates; p = (1 + #surrogates at least as good) / (1 + count).
   int ge_phase = 0, ge_block = 0;
   // A surrogate only has to show one hypothesis as good as the data's: its scan stops there.
-  std::vector<std::vector<double>> sur;
-  Excursions xs;
   std::mt19937_64 rng(o.seed);
   // Blocks of 1/24-1/8 of the region; for a chain, of half to one and a half of its epochs: a
   // chain re-locks at each join of longer blocks (each holding several intact epochs), so
@@ -117,8 +115,11 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
   // then): the arbitration also asks whether the hypothesis beats the typical scrambled copy.
   const bool typical = o.agree_period > 0 && std::abs(o.agree_period - period) <= o.agree_tolerance * period;
   const int block_stop = typical ? o.block_surrogates / 2 + 1 : 1;
-  for (int s = 0; s < o.block_surrogates && ge_block < block_stop; ++s) {
-    ++done_block;
+  // Every copy's order drawn first, in turn from the one generator (the draws of the copies a
+  // stop leaves out come after all that are used), then scored on as many cores as are idle
+  // and consumed in order (surrogate_runner.hpp): the same sequence as one thread's.
+  std::vector<std::vector<std::size_t>> perms(static_cast<std::size_t>(std::max(0, o.block_surrogates)));
+  for (auto& perm : perms) {
     std::vector<std::pair<std::size_t, std::size_t>> blocks;
     for (std::size_t i = 2; i + 2 < n;) {
       const std::size_t e = std::min(n - 2, i + blk(rng));
@@ -126,36 +127,56 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
       i = e;
     }
     std::shuffle(blocks.begin(), blocks.end(), rng);
-    std::vector<std::size_t> perm(n);
+    perm.resize(n);
     std::iota(perm.begin(), perm.end(), std::size_t{0});
     std::size_t w = 2;
     for (const auto& [from, to] : blocks)
       for (std::size_t i = from; i < to; ++i) perm[w++] = i;
-    permute_excursions(ex, perm, xs);
-    const double zs = scan(xs);
-    if (zs >= best_z) ++ge_block;
-    block_max.push_back(zs);  // the scan's best unless it stopped at one as good
   }
+  std::vector<Excursions> xs_of(1);  // per worker
+  run_ordered(
+      perms.size(), [&](std::size_t helpers) { xs_of.resize(helpers + 1); },
+      [&](std::size_t worker, std::size_t s) {
+        permute_excursions(ex, perms[s], xs_of[worker]);
+        return scan(xs_of[worker]);
+      },
+      [&](std::size_t, double zs) {
+        ++done_block;
+        if (zs >= best_z) ++ge_block;
+        block_max.push_back(zs);  // the scan's best unless it stopped at one as good
+        return ge_block < block_stop;
+      });
   int done = 0;
   // When a block-scrambled copy scored as well (not significant), the phase test still says
   // whether the hypothesis beats the typical surrogate: as many as block copies, stopping
   // once half are as good.
   const int limit = ge_block > 0 ? (typical ? o.block_surrogates : 0) : o.surrogates;
   const int stop = ge_block > 0 ? o.block_surrogates / 2 + 1 : kStopAfter;
-  // Each channel's trend, transform and sorted values, once for all the surrogates.
-  std::optional<PhaseSurrogates> phases;
-  if (limit > 0) phases.emplace(channels, o.amplitude_adjust);
-  for (int s = 0; s < limit; ++s) {
-    // Sequential stop: once `stop` surrogates score as well, p cannot come near the threshold;
-    // the p reported is the estimate from those done.
-    if (ge_phase >= stop) break;
-    ++done;
-    phases->make(o.seed + 1 + static_cast<std::uint64_t>(s), sur);
-    std::vector<std::span<const double>> sp(sur.begin(), sur.end());
-    const double zs = scan(region_excursions(sp));
-    if (zs >= best_z) ++ge_phase;
-    phase_max.push_back(zs);
-  }
+  // Each channel's trend, transform and sorted values, once for all the surrogates (a copy per
+  // helper thread: its scratch is its own).
+  std::vector<PhaseSurrogates> phases;
+  std::vector<std::vector<std::vector<double>>> sur_of;
+  if (limit > 0)
+    run_ordered(
+        static_cast<std::size_t>(limit),
+        [&](std::size_t helpers) {
+          phases.assign(1, PhaseSurrogates(channels, o.amplitude_adjust));
+          phases.resize(helpers + 1, phases.front());
+          sur_of.resize(helpers + 1);
+        },
+        [&](std::size_t worker, std::size_t s) {
+          phases[worker].make(o.seed + 1 + static_cast<std::uint64_t>(s), sur_of[worker]);
+          std::vector<std::span<const double>> sp(sur_of[worker].begin(), sur_of[worker].end());
+          return scan(region_excursions(sp));
+        },
+        // Sequential stop: once `stop` surrogates score as well, p cannot come near the
+        // threshold; the p reported is the estimate from those done.
+        [&](std::size_t, double zs) {
+          ++done;
+          if (zs >= best_z) ++ge_phase;
+          phase_max.push_back(zs);
+          return ge_phase < stop;
+        });
   H.ok = true;
   H.period_samples = period;
   H.boundaries = pos;

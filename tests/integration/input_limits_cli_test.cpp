@@ -80,6 +80,22 @@ TEST(StreamCapCli, EveryCommandReadingStdinStopsAnEndlessOneAtTheCap) {
   EXPECT_EQ(run_cli({"info", kTrace}, {{"EPOCHCAST_MAX_STREAM_BYTES", "10"}}, dir.path()).status, 0);
 }
 
+// The nulls' helper threads (docs/detection.md "The nulls on idle cores"): a count the same
+// answer as one thread; anything but a whole number 0-1024 is exit 2 naming the variable.
+TEST(InputLimitsCli, SurrogateHelpersSettingIsCheckedAndChangesNothingInTheAnswer) {
+  TempDir dir("surrogate-helpers");
+  const auto one = run_cli({"detect", kTrace, "--json"}, {{"EPOCHCAST_SURROGATE_HELPERS", "0"}}, dir.path());
+  const auto many = run_cli({"detect", kTrace, "--json"}, {{"EPOCHCAST_SURROGATE_HELPERS", "3"}}, dir.path());
+  ASSERT_EQ(one.status, 0) << one.err;
+  ASSERT_EQ(many.status, 0) << many.err;
+  EXPECT_EQ(one.out, many.out);
+  for (const char* bad : {"abc", "-1", "2g", "5000"}) {
+    const auto r = run_cli({"detect", kTrace}, {{"EPOCHCAST_SURROGATE_HELPERS", bad}}, dir.path());
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_TRUE(has(r.err, std::string("EPOCHCAST_SURROGATE_HELPERS='") + bad + "'")) << r.err;
+  }
+}
+
 // ---- validation figures and the data fingerprint ----
 
 // The bundled dataset with one epoch time changed by 10 %: the same rows, the same pairs.
