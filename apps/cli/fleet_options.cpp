@@ -24,7 +24,8 @@ void add_fleet_options(CLI::App& cmd, FleetArgs& a, bool url_required) {
   cmd.add_option("--gpus-per-query", a.gpus_per_query, "UUIDs per query (a regex alternation)")->capture_default_str();
   cmd.add_option("--job-key", a.job_key,
                  "record each ended job in the job store under this key made of its labels, e.g. "
-                 "'{namespace}/{job_name}': runs of one key on two GPU types are measured pairs (needs --store)");
+                 "'{namespace}/{pod|workload}' ({pod|workload}: the pod name less Kubernetes' generated suffixes): runs "
+                 "of one key on two GPU types are measured pairs (needs --store)");
 }
 
 fleet::WatchRequest to_watch_request(const FleetArgs& a) {

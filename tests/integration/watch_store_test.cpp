@@ -31,7 +31,7 @@ std::vector<FleetGpuSpec> store_fleet() {
   gpus[1].model_name = "NVIDIA A100-SXM4-80GB";
   gpus[0].jobs = {job(k8s("r50-x7k2p", "r50"), 120, 300, 6, 21)};
   gpus[1].jobs = {job(k8s("r50-q9m4z", "r50"), 2400, 450, 6, 22)};
-  gpus[2].jobs = {job(k8s("bert-a1b2c", "bert"), 3000, 300, 20, 23)};
+  gpus[2].jobs = {job(k8s("bert-w2c4d", "bert"), 3000, 300, 20, 23)};
   gpus[3].jobs = {job({}, 200, 320, 6, 24)};
   return gpus;
 }
@@ -128,6 +128,26 @@ TEST_F(WatchStore, EndedJobsAreRecordedOnceUnderTheirKeyAndFormAMeasuredPair) {
   const JobStore store(config.store_path, StoreMode::kReadOnly);
   EXPECT_EQ(store.run_count(), 3u) << "nothing recorded twice";
   EXPECT_EQ(store.feedback().size(), 1u);
+}
+
+// dcgm-exporter's own pod label is enough: {pod|workload} drops the generated suffix, so the
+// two runs of Job r50 (pods r50-x7k2p, r50-q9m4z) share a key and make a measured pair.
+TEST_F(WatchStore, PodNamesLessTheirGeneratedSuffixPairTheRunsOfOneJob) {
+  ServiceConfig config;
+  config.store_path = (dir_ / "jobs.db").string();
+  const Service service(config);
+  const double at = fleet_->end_unix_s() + 60;
+  fleet::Watcher w(service, request("{namespace}/{pod|workload}"), [at] { return at; });
+  ASSERT_TRUE(w.pass().ok);
+  const fleet::FleetSnapshot s = w.snapshot();
+  EXPECT_EQ(only_job(s, 0)->job_key, "ml/r50");
+  EXPECT_EQ(only_job(s, 1)->job_key, "ml/r50");
+  EXPECT_EQ(only_job(s, 2)->job_key, "ml/bert");
+  const JobStore store(config.store_path, StoreMode::kReadOnly);
+  const auto measured = store.measured_job_runs();
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_EQ(measured[0].job_key, measured[1].job_key);
+  EXPECT_NE(measured[0].gpu, measured[1].gpu);
 }
 
 TEST_F(WatchStore, KeyWithoutAStoreIsRefused) {

@@ -137,6 +137,23 @@ TEST(JobKey, TemplateMakesTheKeyOfTheJobsLabels) {
   EXPECT_TRUE(parse_job_key_template("").empty());
 }
 
+// A pod's generated suffixes go, so every run of one workload has one key.
+TEST(JobKey, WorkloadModifierDropsKubernetesGeneratedSuffixes) {
+  EXPECT_EQ(kubernetes_workload("r50-x7k2p"), "r50");                    // a Job's pod
+  EXPECT_EQ(kubernetes_workload("retrain-29012345-x7k2p"), "retrain");  // a CronJob's
+  EXPECT_EQ(kubernetes_workload("bert-7d4b9c8f6d-q2w5z"), "bert");      // a Deployment's
+  EXPECT_EQ(kubernetes_workload("sweep-3-x7k2p"), "sweep");             // an indexed Job's
+  EXPECT_EQ(kubernetes_workload("trainer"), "trainer");                 // not generated: as it is
+  EXPECT_EQ(kubernetes_workload("pytorchjob-worker-0"), "pytorchjob-worker-0");
+  EXPECT_EQ(kubernetes_workload("train-abcde"), "train-abcde") << "vowels are never generated";
+  EXPECT_EQ(kubernetes_workload("-x7k2p"), "-x7k2p") << "nothing would be left";
+  const JobKeyTemplate t = parse_job_key_template("{namespace}/{pod|workload}");
+  EXPECT_EQ(t.labels, (std::vector<std::string>{"namespace", "pod"}));
+  EXPECT_EQ(render_job_key(t, {{"namespace", "ml"}, {"pod", "retrain-29012345-x7k2p"}}).key, "ml/retrain");
+  EXPECT_EQ(render_job_key(t, {{"namespace", "ml"}, {"pod", "retrain-29013785-b2c4d"}}).key, "ml/retrain")
+      << "the next night's run: the same key";
+}
+
 TEST(JobKey, BadTemplatesAreRefusedWithTheReason) {
   const auto why = [](std::string_view text) {
     try {
@@ -151,6 +168,8 @@ TEST(JobKey, BadTemplatesAreRefusedWithTheReason) {
   EXPECT_NE(why("pod}").find("without"), std::string::npos);
   EXPECT_NE(why("{pod-name}").find("not a label name"), std::string::npos);
   EXPECT_NE(why("{}").find("not a label name"), std::string::npos);
+  EXPECT_NE(why("{pod|upper}").find("the only modifier is |workload"), std::string::npos);
+  EXPECT_NE(why("{|workload}").find("not a label name"), std::string::npos);
   EXPECT_NE(why("nightly").find("names no label"), std::string::npos);
   // Prometheus' target labels and the GPU's own: one key for every job, or none shared by two GPUs.
   for (const char* l : {"{job}", "{instance}", "{UUID}", "{Hostname}", "{gpu}", "{modelName}"})
