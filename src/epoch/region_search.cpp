@@ -160,8 +160,8 @@ RegionSearchResult region_search(const std::vector<std::span<const double>>& cha
     run_ordered(
         static_cast<std::size_t>(limit),
         [&](std::size_t helpers) {
-          phases.assign(1, PhaseSurrogates(channels, o.amplitude_adjust));
-          phases.resize(helpers + 1, phases.front());
+          const PhaseSurrogates first(channels, o.amplitude_adjust);
+          phases.assign(helpers + 1, first);
           sur_of.resize(helpers + 1);
         },
         [&](std::size_t worker, std::size_t s) {
