@@ -102,6 +102,13 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
           const std::size_t k = std::min<std::size_t>(kFollowWithinEpochs, run.epochs.size()) - 1;
           const auto f = replay_follow(run.trace, run.epochs[k].end_s, kFollowPollS);
           const std::string id = fmt::format("{}.e{}.cv{:.0f}.s{}", name, epochs, 100 * cv, seed);
+          // --write: the chain's rows up to `until_s` as ID.SUFFIX.csv; returns their count.
+          const auto write_prefix = [&](const char* suffix, double until_s) {
+            const auto rows = static_cast<std::size_t>(
+                std::upper_bound(run.trace.time_s.begin(), run.trace.time_s.end(), until_s) - run.trace.time_s.begin());
+            write_csv(write_dir + "/" + id + "." + suffix + ".csv", prefix_of(run.trace, rows));
+            return rows;
+          };
           if (f.confident) {
             // A live answer is judged against the epochs it has seen: the mean of those ended
             // by then (with 10 % variation, 3-4 epochs' mean is off the chain's by ~5 %).
@@ -119,9 +126,7 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
               fmt::print("    FOLLOW WRONG {}: {:.3f} s (epochs seen {:.3f}, chain {:.3f}) at {:.2f} after {:.1f} s\n", id,
                          f.period_s, live_truth, truth, f.confidence, f.at_s);
             if (!ok && index.is_open()) {
-              const auto rows = static_cast<std::size_t>(
-                  std::upper_bound(run.trace.time_s.begin(), run.trace.time_s.end(), f.at_s) - run.trace.time_s.begin());
-              write_csv(write_dir + "/" + id + ".follow-prefix.csv", prefix_of(run.trace, rows));
+              const std::size_t rows = write_prefix("follow-prefix", f.at_s);
               index << fmt::format("{}.follow-prefix.csv  live answer {:.3f} s at {:.2f}, epochs seen {:.3f} s, chain {:.3f} s "
                                    "(first {} samples)\n",
                                    id, f.period_s, f.confidence, live_truth, truth, rows);
@@ -129,10 +134,7 @@ inline int run_eval_long_chained(int seeds, bool verbose, const std::string& jso
           }
           if (!f.confident && sig && index.is_open()) {
             // No live answer by the 5th epoch: the prefix the replay ended with, to look at.
-            const auto rows = static_cast<std::size_t>(
-                std::upper_bound(run.trace.time_s.begin(), run.trace.time_s.end(), run.epochs[k].end_s) -
-                run.trace.time_s.begin());
-            write_csv(write_dir + "/" + id + ".follow-miss.csv", prefix_of(run.trace, rows));
+            const std::size_t rows = write_prefix("follow-miss", run.epochs[k].end_s);
             index << fmt::format("{}.follow-miss.csv  no live answer by epoch {}, chain {:.3f} s (first {} samples)\n", id,
                                  k + 1, truth, rows);
           }

@@ -116,7 +116,7 @@ RegionProposal propose_by_region_search(const ProposerInput& in, const Analysis&
   // wandering epochs an even grid at P drifts off the boundaries while one at m P (half the
   // boundaries, twice the slack in samples) still fits; the chain then looks within kRegionAgree
   // of theirs. 100-epoch vgg16 and effnetb0 chains: the grid at 2 P, the ACF's guess at P.
-  const double theirs = e_period_level > 0 ? e_period_level : 0;
+  const double theirs = e_period_level;
   const double multiple = H.ok && theirs > 0 ? std::round(H.period_samples / theirs) : 0;
   const bool grid_at_multiple = beats_both(H) && multiple >= 2 &&
                                 std::abs(H.period_samples - multiple * theirs) <= kRegionAgree * H.period_samples &&

@@ -26,7 +26,10 @@ StoreLink::StoreLink(const std::string& path, const GpuCatalog& catalog)
 Calibration StoreLink::calibration_for(const StackedModel& model) const {
   std::lock_guard lock(mu_);
   const std::string version = model_version(model);
-  if (&model != cached_model_ || version != cached_version_ || store_.pairable_runs() != cached_seen_) {
+  // The store's state before any read: a run another process writes during the read below
+  // makes the next call's count differ, and so read again, rather than go unseen.
+  const std::pair<std::size_t, std::int64_t> seen = store_.pairable_runs();
+  if (&model != cached_model_ || version != cached_version_ || seen != cached_seen_) {
     keys_.clear();
     ++full_reads_;
     for (RunRecord& r : store_.measured_job_runs()) {  // oldest first: the last per GPU stays
@@ -35,7 +38,7 @@ Calibration StoreLink::calibration_for(const StackedModel& model) const {
     }
     cached_model_ = &model;
     cached_version_ = version;
-    cached_seen_ = store_.pairable_runs();
+    cached_seen_ = seen;
   }
   // Per key as measured_pairs() and pair_residuals() over every run would make them, and
   // concatenated in key order: the same residuals in the same order, so the same calibration.
