@@ -6,6 +6,20 @@
 #include "epochcast/epoch/detect.hpp"
 
 namespace epochcast {
+namespace {
+
+// Recompute after this many new samples at least: a 10 Hz feed costs a detection every 1.6 s
+// at most. Guarded by Detector.AppendedChunksConvergeToOfflineResult.
+constexpr std::size_t kRecomputeMinSamples = 16;
+// ... or after half a candidate period, even when that is fewer (but this many at least): the
+// live answer lags the data by at most half an epoch whatever the sampling (a 500 ms log with
+// 5 s epochs: 16 samples were 1.5 epochs). Guarded by Detector.SlowFeedRecomputesEveryHalfEpoch.
+constexpr std::size_t kRecomputeMinSamplesPerHalfEpoch = 2;
+// ... or after this fraction of the trace, when more: the total work of a long run stays a
+// geometric sum of detections.
+constexpr std::size_t kRecomputeGrowthDivisor = 20;
+
+}  // namespace
 
 Detector::Detector(DetectOptions options) : options_(options) {}
 
@@ -33,10 +47,11 @@ bool Detector::push(const Trace& incoming) {
     }
   }
   const std::size_t grown = trace_.size() - std::min(trace_.size(), samples_at_last_run_);
-  std::size_t needed = std::max<std::size_t>(16, samples_at_last_run_ / 20);
-  if (current_.candidate_period_s > 0 && current_.interval_s > 0)
-    needed = std::min(needed, std::max<std::size_t>(16, static_cast<std::size_t>(
-                                                          current_.candidate_period_s / current_.interval_s / 2)));
+  std::size_t needed = std::max(kRecomputeMinSamples, samples_at_last_run_ / kRecomputeGrowthDivisor);
+  if (current_.candidate_period_s > 0 && current_.interval_s > 0) {
+    const auto half_epoch = static_cast<std::size_t>(current_.candidate_period_s / current_.interval_s / 2);
+    needed = std::min(needed, std::max(kRecomputeMinSamplesPerHalfEpoch, half_epoch));
+  }
   if (runs_ > 0 && grown < needed) {
     changed_ = false;
     return false;

@@ -63,6 +63,32 @@ TEST(Detector, WholeTracePrefixesGiveTheSameAnswer) {
   EXPECT_NEAR(detector.current().period_s, offline.period_s, 1e-9);
 }
 
+// A slow feed (500 ms samples, 6 s epochs: 12 samples an epoch) recomputes at least every half
+// epoch once a candidate period is known, not every 16 samples (1.3 epochs): the live answer
+// lags the data by at most half an epoch (detector.cpp, kRecomputeMinSamplesPerHalfEpoch).
+TEST(Detector, SlowFeedRecomputesEveryHalfEpoch) {
+  SyntheticSpec spec;
+  spec.interval_s = 0.5;
+  spec.period_s = 6.0;
+  spec.epochs = 12;
+  const auto s = make_synthetic_trace(spec, 24);
+  Detector detector;
+  std::size_t last_run_at = 0, runs = 0, widest_gap = 0, gaps = 0;
+  double candidate = 0;  // the one the recompute schedule went by
+  for (std::size_t i = 0; i < s.trace.size(); ++i) {
+    detector.push(slice(s.trace, i, i + 1));
+    if (detector.runs() == runs) continue;
+    runs = detector.runs();
+    if (candidate > 0 && last_run_at > 0) widest_gap = std::max(widest_gap, i - last_run_at), ++gaps;
+    candidate = detector.current().candidate_period_s;
+    last_run_at = i;
+  }
+  ASSERT_GT(gaps, 10u) << "a candidate period from early on";
+  EXPECT_LE(widest_gap, 6u);  // half of 12 samples an epoch (within the candidate's error)
+  detector.flush();
+  EXPECT_TRUE(detector.current().found) << detector.current().reason;
+}
+
 TEST(Detector, NotChangedWhenNothingNew) {
   SyntheticSpec spec;
   const auto s = make_synthetic_trace(spec, 23);
