@@ -24,6 +24,9 @@
 //                                      --follow detection (bench/detect_eval_long.hpp); --write DIR:
 //                                      each chain not found within 2 %, each wrong live answer's
 //                                      prefix and each follow miss's first 5 epochs, with an index
+//   detect_bench --power [--seeds N] [--json FILE] [--verbose]   found / right by epochs in view (4-10) and
+//                                      length variation (0-15 %) on a clean dip-only signature: what
+//                                      spacing alone can decide (bench/detect_power.hpp)
 //   detect_bench --reliability [--seeds N] [--json FILE]   how often each confidence level is
 //                                      right within 5 %: synthetic, real variants, few-epoch
 //                                      subtle runs (bench/detect_reliability.hpp)
@@ -62,6 +65,7 @@
 #include "detect_eval_real.hpp"
 #include "detect_loto.hpp"
 #include "detect_null_real.hpp"
+#include "detect_power.hpp"
 #include "detect_reliability.hpp"
 
 namespace epochcast {
@@ -659,6 +663,13 @@ int main(int argc, char** argv) {
         for (int j = 1; j + 1 < argc; ++j)
           if (std::strcmp(argv[j], "--seed-offset") == 0) seed_offset = std::max(0, std::atoi(argv[j + 1]));
         return epochcast::eval::run_eval_long_chained(seeds_given ? seeds : 3, verbose, json_path, write_dir, seed_offset);
+      }
+      if (std::strcmp(argv[i], "--power") == 0) {
+        bool seeds_given = false;
+        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
+        bool verbose = false;
+        for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
+        return epochcast::eval::run_power(seeds_given ? seeds : 20, json_path, verbose);
       }
       if (std::strcmp(argv[i], "--reliability") == 0) {
         bool seeds_given = false;

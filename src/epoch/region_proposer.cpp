@@ -136,6 +136,7 @@ RegionProposal propose_by_region_search(const ProposerInput& in, const Analysis&
     }
   }
   out.kind = Kind::kRun;
+  out.both_edges = o.idle_before && o.idle_after;
   PeriodHypothesis& h = out.h;
   h.ok = H.ok;
   h.why = H.why;

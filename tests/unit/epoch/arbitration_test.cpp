@@ -1,6 +1,7 @@
 // The arbitration's search-alone tail class when the other proposers' period (found, or their
-// best guess below the bar) is a whole multiple of the search's (src/epoch/arbitration.cpp), on
-// hand-made hypotheses: the rule itself, apart from any trace.
+// best guess below the bar) is a whole multiple of the search's, and the confirmed class's
+// period (src/epoch/arbitration.cpp), on hand-made hypotheses: the rules themselves, apart from
+// any trace.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -98,6 +99,29 @@ TEST(ArbitrationMultiple, GridAtTwiceTheChainsPeriod) {
     alternating.grid_multiple = 2;
     const auto no = detail::arbitrate(others(found, kP * kDt), alternating, DetectOptions{}, kDt);
     EXPECT_FALSE(no.found && no.period_s == kP * kDt) << found << ": " << no.reason;
+  }
+}
+
+// Confirmed (both nulls beaten, the others' period within 5 %): with both of the run's edges
+// in the search's boundaries, the period is the mean of the two estimates (the search's is the
+// run's mean epoch edge to edge); without them, the others' period stands.
+TEST(ArbitrationConfirmed, MeanOfBothEstimatesWithBothEdges) {
+  const double theirs = 1.04 * kP * kDt;  // the autocorrelation's lag, 4 % longer
+  for (bool edges : {true, false}) {
+    auto r = search(alike);
+    r.both_edges = edges;
+    const auto seg = detail::arbitrate(others(true, theirs), r, DetectOptions{}, kDt);
+    ASSERT_TRUE(seg.found) << seg.reason;
+    EXPECT_DOUBLE_EQ(seg.confidence, 0.95);
+    EXPECT_NE(seg.reason.find("confirmed by the test search"), std::string::npos) << seg.reason;
+    if (edges) {
+      EXPECT_DOUBLE_EQ(seg.period_s, 0.5 * (theirs + kP * kDt));
+      EXPECT_NEAR(seg.period_samples, seg.period_s / kDt, 1e-9);
+      EXPECT_NE(seg.reason.find("period their mean"), std::string::npos) << seg.reason;
+    } else {
+      EXPECT_DOUBLE_EQ(seg.period_s, theirs);
+      EXPECT_EQ(seg.reason.find("period their mean"), std::string::npos) << seg.reason;
+    }
   }
 }
 
