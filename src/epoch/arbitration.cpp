@@ -183,8 +183,8 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
   if (agrees && (significant || typical)) {
     seg = e;
     // Two estimates of one period from different evidence: their mean, as in the agreeing class,
-    // when the search's least squares runs edge to edge (the job idle before and after: its
-    // period is then the run's mean epoch; the autocorrelation's lag is the typical spacing,
+    // when the job is idle before and after the region (the search's grid anchored at both
+    // edges: its least squares spans the run; the autocorrelation's lag is the typical spacing,
     // 5-8 % off the mean at 0.95 on epochs that vary 10-15 %: detect_bench --power). Without
     // both edges the search's slope rests on a few inner boundaries (3.8 % off on a cropped
     // resnet50 view): the other proposers' period stands. Guarded by

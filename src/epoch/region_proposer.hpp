@@ -35,8 +35,9 @@ struct RegionProposal {
   // guess) and a boundary chain near theirs beat its own nulls, h is that chain and this is m:
   // the arbitration then asks the chain's boundaries, m at a time, to carry alike evidence.
   std::size_t grid_multiple = 0;
-  // The job is idle before and after the region: the search's boundaries include both of the
-  // run's edges, so its least-squares period is the run's mean epoch, edge to edge.
+  // The job is idle before and after the region: the search's grid is anchored at both of the
+  // run's edges (the edges count as boundaries where the grid puts one there), so its
+  // least-squares period spans the run, not only its inner boundaries.
   bool both_edges = false;
 };
 
