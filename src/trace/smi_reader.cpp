@@ -37,11 +37,36 @@ bool TraceParser::looks_like_smi_header(std::string_view t) const {
 }
 
 void TraceParser::smi_header(std::string_view text, bool from_fields) {
+  // All or nothing: a header that fails part way (an unknown unit in its 14th column, under
+  // --lenient, after a --fields list) must leave the columns it replaces, not a mix of the two
+  // whose slots outrun the row (fuzz_trace, 2026-12-04: a heap overflow in smi_row).
+  struct Saved {
+    std::string header_text;
+    std::vector<Column> columns;
+    std::vector<Metric> metrics;
+    int busy_slot;
+    bool have_timestamps, header_done;
+    std::vector<double> row;
+  } saved{header_text_, columns_, metrics_, busy_slot_, have_timestamps_, header_done_, row_};
+  try {
+    smi_header_impl(text, from_fields);
+  } catch (...) {
+    header_text_ = std::move(saved.header_text);
+    columns_ = std::move(saved.columns);
+    metrics_ = std::move(saved.metrics);
+    busy_slot_ = saved.busy_slot;
+    have_timestamps_ = saved.have_timestamps;
+    header_done_ = saved.header_done;
+    row_ = std::move(saved.row);
+    throw;
+  }
+}
+
+void TraceParser::smi_header_impl(std::string_view text, bool from_fields) {
   if (!from_fields) header_text_ = std::string(trim(text));
   columns_.clear();
   metrics_.clear();
   busy_slot_ = -1;
-  gpus_.clear();
   bool has_timestamp = false;
   std::vector<std::string> ignored;
   split_csv(text, false);
@@ -102,6 +127,7 @@ void TraceParser::smi_header(std::string_view text, bool from_fields) {
   have_timestamps_ = has_timestamp;  // without: build_impl says which interval was used
   row_.assign(metrics_.size(), kNaN);
   set_column_limits();
+  gpus_.clear();  // empty here: dispatch refuses a header after rows (no rows are dropped)
   header_done_ = true;
 }
 

@@ -218,6 +218,11 @@ void TraceParser::dispatch(std::string_view text) {
           ++repeated_headers_;
           return;
         }
+        // After rows read by a --fields list, a header cannot take over: the rows read so far
+        // were split by the list, and replacing the columns would drop them.
+        if (header_done_ && !gpus_.empty())
+          fail(1, "(header)", "an nvidia-smi header after data rows read with --fields: the log has a header, "
+                              "drop --fields");
         smi_header(t, false);
         return;
       }

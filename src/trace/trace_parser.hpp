@@ -86,7 +86,8 @@ class TraceParser {
 
   // nvidia-smi CSV
   bool looks_like_smi_header(std::string_view text) const;
-  void smi_header(std::string_view text, bool from_fields);
+  void smi_header(std::string_view text, bool from_fields);  // all or nothing
+  void smi_header_impl(std::string_view text, bool from_fields);
   void smi_row(std::string_view text);
   double smi_value(Column& col, std::string_view text, std::string_view field);
   double converted(double v, double factor, const Column& col, std::string_view line, std::string_view at,

@@ -197,6 +197,52 @@ TEST(ReadSmi, NoHeaderNeedsTheFieldList) {
   EXPECT_DOUBLE_EQ(t.find(Metric::kGpuUtil)->values[0], 97.0);
 }
 
+// A --fields log that has a header after all, one that fails part way (an unknown unit in its
+// fifth column): the header is refused whole and the field list stays in force. Before
+// 2026-12-04 the columns read up to the failure stayed (under --lenient), the rows were split
+// by them, and a longer header's slots outran the row buffer (fuzz_trace: a heap overflow).
+TEST(ReadSmi, FieldListSurvivesAHeaderThatFailsPartWay) {
+  const std::string log = "timestamp, index, power.draw [W], utilization.gpu [%], clocks.current.memory [M*z]\n"
+                          "2026/11/30 10:00:00.000, 0, 97 %, 312.40 W\n"
+                          "2026/11/30 10:00:00.100, 0, 95 %, 300.00 W\n";
+  ReadOptions o;
+  o.format = TraceFormat::kNvidiaSmi;  // the field list in force from the first line on
+  o.smi_fields = {"timestamp", "index", "utilization.gpu", "power.draw"};
+  try {
+    (void)read_trace_from_string(log, "fields_header.csv", o);
+    ADD_FAILURE() << "expected the header's unknown unit to be an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 1u);
+    EXPECT_NE(std::string(e.what()).find("M*z"), std::string::npos) << e.what();
+  }
+  o.lenient = true;
+  const Trace t = read_trace_from_string(log, "fields_header.csv", o);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.find(Metric::kGpuUtil)->values[0], 97.0);
+  EXPECT_DOUBLE_EQ(t.find(Metric::kPower)->values[1], 300.0);
+}
+
+// A header after rows read by a --fields list would replace the columns those rows were split
+// by (and drop them): refused, naming the line; --lenient skips it and keeps every row.
+TEST(ReadSmi, HeaderAfterFieldListRowsIsRefused) {
+  const std::string log = "2026/11/30 10:00:00.000, 0, 97 %, 312.40 W\n"
+                          "timestamp, index, utilization.gpu [%], power.draw [W]\n"
+                          "2026/11/30 10:00:00.100, 0, 95 %, 300.00 W\n";
+  ReadOptions o;
+  o.smi_fields = {"timestamp", "index", "utilization.gpu", "power.draw"};
+  try {
+    (void)read_trace_from_string(log, "late_header.csv", o);
+    ADD_FAILURE() << "expected a late header to be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 2u);
+    EXPECT_NE(std::string(e.what()).find("after data rows read with --fields"), std::string::npos) << e.what();
+  }
+  o.lenient = true;
+  const Trace t = read_trace_from_string(log, "late_header.csv", o);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.find(Metric::kGpuUtil)->values[1], 95.0);
+}
+
 TEST(ReadSmi, InterleavedGpusPickTheBusiestAndWarn) {
   std::string log = std::string(kSmiHeader);
   for (int i = 0; i < 10; ++i) {
