@@ -606,7 +606,10 @@ int run_variants(int seeds, const std::string& json_path, const std::string& onl
 int main(int argc, char** argv) {
   int seeds = 20, repeat = 7;
   std::string json_path, only;
+  bool verbose = false, seeds_given = false;  // anywhere on the line, for every mode below
   for (int i = 1; i < argc; ++i) {
+    verbose = verbose || std::strcmp(argv[i], "--verbose") == 0;
+    seeds_given = seeds_given || std::strcmp(argv[i], "--seeds") == 0;
     if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[i + 1];
     if (std::strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) seeds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::max(1, std::atoi(argv[i + 1]));
@@ -615,27 +618,17 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--eval") == 0) {
-        bool verbose = false;
-        for (int j = 1; j < argc; ++j)
-          if (std::strcmp(argv[j], "--verbose") == 0) verbose = true;
         for (int j = 1; j < argc; ++j)
           if (std::strcmp(argv[j], "--long") == 0) return epochcast::run_eval_long(seeds, only, verbose);
         return epochcast::run_eval(seeds, json_path, only);
       }
       if (std::strcmp(argv[i], "--variants") == 0) {
-        bool verbose = false, seeds_given = false;
         std::string write_dir;
-        for (int j = 1; j < argc; ++j) {
-          if (std::strcmp(argv[j], "--verbose") == 0) verbose = true;
-          if (std::strcmp(argv[j], "--seeds") == 0) seeds_given = true;
-          if (std::strcmp(argv[j], "--write") == 0 && j + 1 < argc) write_dir = argv[j + 1];
-        }
+        for (int j = 1; j + 1 < argc; ++j)
+          if (std::strcmp(argv[j], "--write") == 0) write_dir = argv[j + 1];
         return epochcast::run_variants(seeds_given ? seeds : 3, json_path, only, verbose, write_dir);
       }
       if (std::strcmp(argv[i], "--eval-real") == 0) {
-        bool verbose = false, seeds_given = false;
-        for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
-        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
         const int rc = epochcast::eval::run_eval_real(seeds_given ? seeds : 10, verbose, json_path);
         int null_count = 20;
         for (int j = 1; j + 1 < argc; ++j)
@@ -644,18 +637,12 @@ int main(int argc, char** argv) {
       }
       if (std::strcmp(argv[i], "--calibrate") == 0) return epochcast::eval::run_calibrate(seeds);
       if (std::strcmp(argv[i], "--null-real") == 0) {
-        bool verbose = false;
         int count = 100;
-        for (int j = 1; j < argc; ++j) {
-          verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
-          if (std::strcmp(argv[j], "--count") == 0 && j + 1 < argc) count = std::max(1, std::atoi(argv[j + 1]));
-        }
+        for (int j = 1; j + 1 < argc; ++j)
+          if (std::strcmp(argv[j], "--count") == 0) count = std::max(1, std::atoi(argv[j + 1]));
         return epochcast::eval::run_null_real(count, verbose, json_path);
       }
       if (std::strcmp(argv[i], "--eval-long") == 0) {
-        bool verbose = false, seeds_given = false;
-        for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
-        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
         std::string write_dir;
         for (int j = 1; j + 1 < argc; ++j)
           if (std::strcmp(argv[j], "--write") == 0) write_dir = argv[j + 1];
@@ -664,18 +651,10 @@ int main(int argc, char** argv) {
           if (std::strcmp(argv[j], "--seed-offset") == 0) seed_offset = std::max(0, std::atoi(argv[j + 1]));
         return epochcast::eval::run_eval_long_chained(seeds_given ? seeds : 3, verbose, json_path, write_dir, seed_offset);
       }
-      if (std::strcmp(argv[i], "--power") == 0) {
-        bool seeds_given = false;
-        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
-        bool verbose = false;
-        for (int j = 1; j < argc; ++j) verbose = verbose || std::strcmp(argv[j], "--verbose") == 0;
+      if (std::strcmp(argv[i], "--power") == 0)
         return epochcast::eval::run_power(seeds_given ? seeds : 20, json_path, verbose);
-      }
-      if (std::strcmp(argv[i], "--reliability") == 0) {
-        bool seeds_given = false;
-        for (int j = 1; j < argc; ++j) seeds_given = seeds_given || std::strcmp(argv[j], "--seeds") == 0;
+      if (std::strcmp(argv[i], "--reliability") == 0)
         return epochcast::eval::run_reliability(seeds_given ? seeds : 4, json_path);
-      }
       if (std::strcmp(argv[i], "--null") == 0)
         return epochcast::run_null(i + 1 < argc && std::strcmp(argv[i + 1], "--verbose") == 0);
       if (std::strcmp(argv[i], "--write-trace") == 0 && i + 1 < argc) return epochcast::write_trace(argv[i + 1]);

@@ -182,24 +182,25 @@ Segmentation arbitrate(Segmentation e, const RegionProposal& region, const Detec
   const bool typical = H.p_block <= typical_alpha && H.p_phase <= typical_alpha;
   if (agrees && (significant || typical)) {
     seg = e;
-    // Two estimates of one period from different evidence: their mean, as in the agreeing class,
-    // when the job is idle before and after the region (the search's grid anchored at both
-    // edges: its least squares spans the run; the autocorrelation's lag is the typical spacing,
-    // 5-8 % off the mean at 0.95 on epochs that vary 10-15 %: detect_bench --power). Without
-    // both edges the search's slope rests on a few inner boundaries (3.8 % off on a cropped
-    // resnet50 view): the other proposers' period stands. Guarded by
-    // ArbitrationConfirmed.MeanOfBothEstimatesWithBothEdges and Invariance.*.
-    if (significant && region.both_edges) {
+    // Two estimates of one period from different evidence: their mean — always when the search
+    // is not significant alone (agreeing), and when confirmed if the job is idle before and after
+    // the region (the search's grid anchored at both edges: its least squares spans the run; the
+    // autocorrelation's lag is the typical spacing, 5-8 % off the mean at 0.95 on epochs that
+    // vary 10-15 %: detect_bench --power). Confirmed without both edges, the search's slope rests
+    // on a few inner boundaries (3.8 % off on a cropped resnet50 view): the other proposers'
+    // period stands. Guarded by ArbitrationConfirmed.MeanOfBothEstimatesWithBothEdges and
+    // Invariance.*.
+    const bool mean = !significant || region.both_edges;
+    if (mean) {
       seg.period_s = 0.5 * (e.period_s + period_samples * dt);
       seg.period_samples = seg.period_s / dt;
+    }
+    if (significant) {
       seg.confidence = kConfidenceAgree;
-      seg.reason = fmt::format("{}; confirmed by the {} ({:.4g} s); period their mean", e.reason, H.why, period_samples * dt);
-    } else if (significant) {
-      seg.confidence = kConfidenceAgree;
-      seg.reason = fmt::format("{}; confirmed by the {}", e.reason, H.why);
+      seg.reason = mean ? fmt::format("{}; confirmed by the {} ({:.4g} s); period their mean", e.reason, H.why,
+                                      period_samples * dt)
+                        : fmt::format("{}; confirmed by the {}", e.reason, H.why);
     } else {
-      seg.period_s = 0.5 * (e.period_s + period_samples * dt);
-      seg.period_samples = seg.period_s / dt;
       seg.confidence = kConfidenceAgreeUnconfirmed;
       seg.reason = fmt::format("{}; the whole-region search's best hypothesis agrees ({:.4g} s; not significant "
                                "alone: {}); period their mean", e.reason, period_samples * dt, H.why);

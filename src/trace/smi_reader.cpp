@@ -39,15 +39,15 @@ bool TraceParser::looks_like_smi_header(std::string_view t) const {
 void TraceParser::smi_header(std::string_view text, bool from_fields) {
   // All or nothing: a header that fails part way (an unknown unit in its 14th column, under
   // --lenient, after a --fields list) must leave the columns it replaces, not a mix of the two
-  // whose slots outrun the row (fuzz_trace, 2026-12-04: a heap overflow in smi_row).
+  // whose slots outrun the row (fuzz_trace, 2026-12-04: a heap overflow in smi_row). What the
+  // impl changes before its last possible throw is kept here; the row buffer, the flags and the
+  // GPU stores it sets only after it.
   struct Saved {
     std::string header_text;
     std::vector<Column> columns;
     std::vector<Metric> metrics;
     int busy_slot;
-    bool have_timestamps, header_done;
-    std::vector<double> row;
-  } saved{header_text_, columns_, metrics_, busy_slot_, have_timestamps_, header_done_, row_};
+  } saved{header_text_, columns_, metrics_, busy_slot_};
   try {
     smi_header_impl(text, from_fields);
   } catch (...) {
@@ -55,9 +55,6 @@ void TraceParser::smi_header(std::string_view text, bool from_fields) {
     columns_ = std::move(saved.columns);
     metrics_ = std::move(saved.metrics);
     busy_slot_ = saved.busy_slot;
-    have_timestamps_ = saved.have_timestamps;
-    header_done_ = saved.header_done;
-    row_ = std::move(saved.row);
     throw;
   }
 }

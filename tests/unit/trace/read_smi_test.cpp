@@ -26,6 +26,18 @@ constexpr std::string_view kSmiHeader =
     "timestamp, index, name, clocks.current.sm [MHz], memory.used [MiB], power.draw [W], "
     "utilization.gpu [%], pstate\n";
 
+// The error reading `log` raises (a test failure, and an empty error, when it reads), as
+// read_bad_input_test's read_error does for a file.
+Error string_error(const std::string& log, const std::string& name, const ReadOptions& o = {}) {
+  try {
+    (void)read_trace_from_string(log, name, o);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << name << ": no error";
+  return Error(ErrorCode::kInternal, "none");
+}
+
 TEST(ReadSmi, RealH200TraceHasEveryChannelInCanonicalUnits) {
   const Trace t = read_trace(kVgg);
   EXPECT_EQ(t.format, "nvidia-smi");
@@ -174,15 +186,11 @@ TEST(ReadSmi, ConvertsOtherUnitsAndRejectsUnknownOnes) {
 
   const std::string bad = std::string(kSmiHeader) +
                           "2026/11/30 10:00:00.000, 0, X, 1980 MHz, 797 MiB, 312.40 horsepower, 97 %, P0\n";
-  try {
-    (void)read_trace_from_string(bad, "hp.csv");
-    FAIL() << "unknown unit accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kParse);
-    EXPECT_EQ(e.where().field, "power.draw [W]");
-    EXPECT_EQ(e.where().line, 2u);
-    EXPECT_NE(std::string(e.what()).find("horsepower"), std::string::npos);
-  }
+  const Error e = string_error(bad, "hp.csv");
+  EXPECT_EQ(e.code(), ErrorCode::kParse);
+  EXPECT_EQ(e.where().field, "power.draw [W]");
+  EXPECT_EQ(e.where().line, 2u);
+  EXPECT_NE(std::string(e.what()).find("horsepower"), std::string::npos);
 }
 
 TEST(ReadSmi, NoHeaderNeedsTheFieldList) {
@@ -208,13 +216,9 @@ TEST(ReadSmi, FieldListSurvivesAHeaderThatFailsPartWay) {
   ReadOptions o;
   o.format = TraceFormat::kNvidiaSmi;  // the field list in force from the first line on
   o.smi_fields = {"timestamp", "index", "utilization.gpu", "power.draw"};
-  try {
-    (void)read_trace_from_string(log, "fields_header.csv", o);
-    ADD_FAILURE() << "expected the header's unknown unit to be an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.where().line, 1u);
-    EXPECT_NE(std::string(e.what()).find("M*z"), std::string::npos) << e.what();
-  }
+  const Error e = string_error(log, "fields_header.csv", o);
+  EXPECT_EQ(e.where().line, 1u);
+  EXPECT_NE(std::string(e.what()).find("M*z"), std::string::npos) << e.what();
   o.lenient = true;
   const Trace t = read_trace_from_string(log, "fields_header.csv", o);
   ASSERT_EQ(t.size(), 2u);
@@ -230,13 +234,9 @@ TEST(ReadSmi, HeaderAfterFieldListRowsIsRefused) {
                           "2026/11/30 10:00:00.100, 0, 95 %, 300.00 W\n";
   ReadOptions o;
   o.smi_fields = {"timestamp", "index", "utilization.gpu", "power.draw"};
-  try {
-    (void)read_trace_from_string(log, "late_header.csv", o);
-    ADD_FAILURE() << "expected a late header to be refused";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.where().line, 2u);
-    EXPECT_NE(std::string(e.what()).find("after data rows read with --fields"), std::string::npos) << e.what();
-  }
+  const Error e = string_error(log, "late_header.csv", o);
+  EXPECT_EQ(e.where().line, 2u);
+  EXPECT_NE(std::string(e.what()).find("after data rows read with --fields"), std::string::npos) << e.what();
   o.lenient = true;
   const Trace t = read_trace_from_string(log, "late_header.csv", o);
   ASSERT_EQ(t.size(), 2u);
